@@ -1,0 +1,237 @@
+"""Decoders for core/v1 shapes: pod specs, selectors, taints, nodes, pods."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.convert.context import Ctx
+from models.cluster import Namespace, Node, Pod
+from models.scheduling import (
+    LabelSelector,
+    NodeSelectorTerm,
+    PodPlacement,
+    Requirement,
+    Taint,
+    Toleration,
+)
+
+TAS_POD_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+)
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
+_NODE_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def string_map(ctx: Ctx, obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
+    return {str(k): str(v) for k, v in ctx.mapping(obj, key, path).items()}
+
+
+def taints(ctx: Ctx, raw: list[Any], path: str) -> tuple[Taint, ...]:
+    out = []
+    for i, t in enumerate(raw):
+        where = f"{path}[{i}]"
+        if not isinstance(t, Mapping) or not t.get("key"):
+            ctx.error(where, "a taint needs a key")
+            continue
+        effect = str(t.get("effect", ""))
+        if effect not in _EFFECTS:
+            ctx.error(f"{where}.effect", f"unknown taint effect {effect!r}")
+            continue
+        out.append(
+            Taint(key=str(t["key"]), value=str(t.get("value") or ""), effect=effect)
+        )
+    return tuple(out)
+
+
+def tolerations(ctx: Ctx, raw: list[Any], path: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, t in enumerate(raw):
+        where = f"{path}[{i}]"
+        if not isinstance(t, Mapping):
+            ctx.error(where, "expected a mapping")
+            continue
+        op = str(t.get("operator") or "Equal")
+        if op not in ("Exists", "Equal"):
+            ctx.error(f"{where}.operator", f"unknown toleration operator {op!r}")
+            continue
+        out.append(
+            Toleration(
+                key=str(t.get("key") or ""),
+                operator=op,
+                value=str(t.get("value") or ""),
+                effect=str(t.get("effect") or ""),
+            )
+        )
+    return tuple(out)
+
+
+def requirements(
+    ctx: Ctx, raw: list[Any], path: str, ops: tuple[str, ...]
+) -> tuple[Requirement, ...]:
+    out = []
+    for i, r in enumerate(raw):
+        where = f"{path}[{i}]"
+        if not isinstance(r, Mapping) or "key" not in r:
+            ctx.error(where, "a requirement needs a key")
+            continue
+        op = str(r.get("operator", ""))
+        if op not in ops:
+            ctx.error(f"{where}.operator", f"unknown operator {op!r}")
+            continue
+        values = tuple(str(v) for v in (r.get("values") or ()))
+        out.append(Requirement(key=str(r["key"]), operator=op, values=values))
+    return tuple(out)
+
+
+def label_selector(ctx: Ctx, raw: object, path: str) -> LabelSelector | None:
+    """``None`` stays None: a null namespaceSelector matches nothing in Kueue."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        ctx.error(path, "expected a label selector mapping")
+        return None
+    labels = string_map(ctx, raw, "matchLabels", f"{path}.matchLabels")
+    exprs = requirements(
+        ctx,
+        ctx.seq(raw, "matchExpressions", f"{path}.matchExpressions"),
+        f"{path}.matchExpressions",
+        _SELECTOR_OPS,
+    )
+    return LabelSelector(
+        match_labels=tuple(sorted(labels.items())), match_expressions=exprs
+    )
+
+
+def placement(ctx: Ctx, spec: Mapping[str, Any], path: str) -> PodPlacement:
+    selector = string_map(ctx, spec, "nodeSelector", f"{path}.nodeSelector")
+    terms = None
+    affinity = ctx.mapping(spec, "affinity", f"{path}.affinity")
+    node_aff = ctx.mapping(affinity, "nodeAffinity", f"{path}.affinity.nodeAffinity")
+    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if isinstance(required, Mapping):
+        rpath = (
+            f"{path}.affinity.nodeAffinity"
+            ".requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        terms = tuple(
+            NodeSelectorTerm(
+                match_expressions=requirements(
+                    ctx,
+                    ctx.seq(t, "matchExpressions", f"{rpath}.nodeSelectorTerms[{i}]"),
+                    f"{rpath}.nodeSelectorTerms[{i}].matchExpressions",
+                    _NODE_OPS,
+                ),
+                match_fields=requirements(
+                    ctx,
+                    ctx.seq(t, "matchFields", f"{rpath}.nodeSelectorTerms[{i}]"),
+                    f"{rpath}.nodeSelectorTerms[{i}].matchFields",
+                    _NODE_OPS,
+                ),
+            )
+            for i, t in enumerate(ctx.seq(required, "nodeSelectorTerms", rpath))
+            if isinstance(t, Mapping)
+        )
+    return PodPlacement(
+        node_selector=tuple(sorted(selector.items())),
+        required_terms=terms,
+        tolerations=tolerations(
+            ctx,
+            ctx.seq(spec, "tolerations", f"{path}.tolerations"),
+            f"{path}.tolerations",
+        ),
+    )
+
+
+def _container_requests(ctx: Ctx, c: Any, path: str) -> dict[str, int]:
+    """Requests, defaulting each missing request to its limit (API defaulting)."""
+    if not isinstance(c, Mapping):
+        ctx.error(path, "expected a container mapping")
+        return {}
+    res = ctx.mapping(c, "resources", f"{path}.resources")
+    limits = ctx.resources(res, "limits", f"{path}.resources.limits")
+    requests = ctx.resources(res, "requests", f"{path}.resources.requests")
+    for r, v in limits.items():
+        requests.setdefault(r, v)
+    return requests
+
+
+def _add(acc: dict[str, int], other: Mapping[str, int]) -> dict[str, int]:
+    out = dict(acc)
+    for r, v in other.items():
+        out[r] = out.get(r, 0) + v
+    return out
+
+
+def _max(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    return {r: max(a.get(r, 0), b.get(r, 0)) for r in set(a) | set(b)}
+
+
+def effective_requests(ctx: Ctx, spec: Mapping[str, Any], path: str) -> dict[str, int]:
+    """Kubernetes' effective pod request.
+
+    max(app containers + all sidecars, each init container + the sidecars
+    started before it) + overhead — what kube-scheduler and Kueue count.
+    """
+    app: dict[str, int] = {}
+    for i, c in enumerate(ctx.seq(spec, "containers", f"{path}.containers")):
+        app = _add(app, _container_requests(ctx, c, f"{path}.containers[{i}]"))
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for i, c in enumerate(ctx.seq(spec, "initContainers", f"{path}.initContainers")):
+        req = _container_requests(ctx, c, f"{path}.initContainers[{i}]")
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+            sidecars = _add(sidecars, req)
+            init_peak = _max(init_peak, sidecars)
+        else:
+            init_peak = _max(init_peak, _add(req, sidecars))
+    total = _max(_add(app, sidecars), init_peak)
+    total = _add(total, ctx.resources(spec, "overhead", f"{path}.overhead"))
+    return {r: v for r, v in sorted(total.items())}
+
+
+def is_ready(status: Mapping[str, Any]) -> bool:
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return str(cond.get("status")) == "True"
+    return False
+
+
+def decode_namespace(ctx: Ctx, obj: Mapping[str, Any]) -> Namespace:
+    meta = ctx.mapping(obj, "metadata", "metadata")
+    return Namespace(
+        name=ctx.name, labels=string_map(ctx, meta, "labels", "metadata.labels")
+    )
+
+
+def decode_node(ctx: Ctx, obj: Mapping[str, Any]) -> Node:
+    meta = ctx.mapping(obj, "metadata", "metadata")
+    spec = ctx.mapping(obj, "spec", "spec")
+    status = ctx.mapping(obj, "status", "status")
+    return Node(
+        name=ctx.name,
+        labels=string_map(ctx, meta, "labels", "metadata.labels"),
+        allocatable=ctx.resources(status, "allocatable", "status.allocatable"),
+        taints=taints(ctx, ctx.seq(spec, "taints", "spec.taints"), "spec.taints"),
+        unschedulable=ctx.boolean(spec, "unschedulable", "spec.unschedulable", False),
+        ready=is_ready(status),
+    )
+
+
+def decode_pod(ctx: Ctx, obj: Mapping[str, Any]) -> Pod:
+    meta = ctx.mapping(obj, "metadata", "metadata")
+    spec = ctx.mapping(obj, "spec", "spec")
+    status = ctx.mapping(obj, "status", "status")
+    annotations = string_map(ctx, meta, "annotations", "metadata.annotations")
+    return Pod(
+        namespace=ctx.namespace,
+        name=ctx.name,
+        node_name=ctx.string(spec, "nodeName", "spec.nodeName"),
+        requests=effective_requests(ctx, spec, "spec"),
+        phase=ctx.string(status, "phase", "status.phase", "Pending") or "Pending",
+        tas_managed=any(a in annotations for a in TAS_POD_ANNOTATIONS),
+    )

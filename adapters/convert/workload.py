@@ -1,0 +1,327 @@
+"""Decoder for Kueue Workloads, including both topologyAssignment forms."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.convert.context import EPOCH, Ctx
+from adapters.convert.core import effective_requests, placement, string_map
+from models.workload import (
+    Admission,
+    PodSet,
+    PodSetAssignment,
+    PriorityRef,
+    SliceLayer,
+    TopologyAssignment,
+    TopologyDomain,
+    TopologyRequest,
+    Workload,
+)
+
+_ANN = "kueue.x-k8s.io/"
+_REQUEUE_ON_EVICTION = ("PodsReadyTimeout", "AdmissionCheck")
+
+
+def topology_request(
+    ctx: Ctx, raw: Mapping[str, Any], annotations: Mapping[str, str], path: str
+) -> TopologyRequest:
+    """``spec.podSets[].topologyRequest``, else the pod-template annotations."""
+
+    def pick(field: str, ann: str) -> str | None:
+        value = ctx.string(raw, field, f"{path}.{field}")
+        return value if value else annotations.get(_ANN + ann) or None
+
+    required = pick("required", "podset-required-topology")
+    preferred = pick("preferred", "podset-preferred-topology")
+    unconstrained_raw = raw.get("unconstrained")
+    if unconstrained_raw is None:
+        unconstrained_raw = annotations.get(_ANN + "podset-unconstrained-topology")
+    unconstrained = ctx.boolean(
+        {"u": unconstrained_raw}, "u", f"{path}.unconstrained", False
+    )
+    layers: list[SliceLayer] = []
+    invalid = None
+    constraints = raw.get("podsetSliceRequiredTopologyConstraints")
+    if constraints is None and _ANN + "podset-slice-required-topology-constraints" in (
+        annotations
+    ):
+        try:
+            constraints = json.loads(
+                annotations[_ANN + "podset-slice-required-topology-constraints"]
+            )
+        except ValueError:
+            ctx.error(
+                f"{path}.podsetSliceRequiredTopologyConstraints",
+                "annotation is not valid JSON",
+            )
+    if isinstance(constraints, list):
+        for i, c in enumerate(constraints):
+            where = f"{path}.podsetSliceRequiredTopologyConstraints[{i}]"
+            if not isinstance(c, Mapping) or not c.get("topology"):
+                ctx.error(where, "needs topology and size")
+                continue
+            size = ctx.integer(c, "size", f"{where}.size", minimum=1)
+            if size is not None:
+                layers.append(SliceLayer(level=str(c["topology"]), size=size))
+    else:
+        level = pick("podSetSliceRequiredTopology", "podset-slice-required-topology")
+        size_raw: object = raw.get("podSetSliceSize")
+        if size_raw is None:
+            size_raw = annotations.get(_ANN + "podset-slice-size")
+        if level is not None:
+            size = ctx.integer(
+                {"s": size_raw}, "s", f"{path}.podSetSliceSize", minimum=1
+            )
+            if size is None:
+                invalid = "podSetSliceRequiredTopology requires podSetSliceSize"
+            else:
+                layers.append(SliceLayer(level=level, size=size))
+    group = pick("podSetGroupName", "podset-group-name")
+    return TopologyRequest(
+        required=required,
+        preferred=preferred,
+        unconstrained=unconstrained,
+        slices=tuple(layers),
+        group=group,
+        invalid=invalid,
+    )
+
+
+def pod_sets(ctx: Ctx, spec: Mapping[str, Any]) -> tuple[PodSet, ...]:
+    out = []
+    names: set[str] = set()
+    raw_sets = ctx.seq(spec, "podSets", "spec.podSets")
+    if not raw_sets:
+        ctx.error("spec.podSets", "a Workload needs at least one pod set")
+    for i, raw in enumerate(raw_sets):
+        path = f"spec.podSets[{i}]"
+        if not isinstance(raw, Mapping):
+            ctx.error(path, "expected a mapping")
+            continue
+        name = ctx.string(raw, "name", f"{path}.name", "main") or "main"
+        if name in names:
+            ctx.error(f"{path}.name", f"duplicate pod set name {name!r}")
+        names.add(name)
+        count = ctx.integer(raw, "count", f"{path}.count", default=1, minimum=0)
+        count = 1 if count is None else count
+        min_count = ctx.integer(raw, "minCount", f"{path}.minCount", minimum=1)
+        if min_count is not None and min_count > count:
+            ctx.error(f"{path}.minCount", f"minCount {min_count} exceeds count {count}")
+            min_count = None
+        template = ctx.mapping(raw, "template", f"{path}.template")
+        tmeta = ctx.mapping(template, "metadata", f"{path}.template.metadata")
+        tspec = ctx.mapping(template, "spec", f"{path}.template.spec")
+        annotations = string_map(
+            ctx, tmeta, "annotations", f"{path}.template.metadata.annotations"
+        )
+        topo = topology_request(
+            ctx,
+            ctx.mapping(raw, "topologyRequest", f"{path}.topologyRequest"),
+            annotations,
+            f"{path}.topologyRequest",
+        )
+        for layer in topo.slices:
+            if count and count % layer.size:
+                ctx.error(
+                    f"{path}.topologyRequest",
+                    f"slice size {layer.size} does not divide count {count}",
+                )
+        for outer, inner in zip(topo.slices, topo.slices[1:], strict=False):
+            if outer.size % inner.size:
+                ctx.error(
+                    f"{path}.topologyRequest",
+                    f"inner slice size {inner.size} does not divide "
+                    f"outer slice size {outer.size}",
+                )
+        out.append(
+            PodSet(
+                name=name,
+                count=count,
+                min_count=min_count,
+                requests=effective_requests(ctx, tspec, f"{path}.template.spec"),
+                placement=placement(ctx, tspec, f"{path}.template.spec"),
+                topology=topo,
+            )
+        )
+    return tuple(out)
+
+
+def topology_assignment(
+    ctx: Ctx, raw: Mapping[str, Any], path: str
+) -> TopologyAssignment:
+    levels = tuple(str(x) for x in ctx.seq(raw, "levels", f"{path}.levels"))
+    domains: list[TopologyDomain] = []
+    for i, d in enumerate(ctx.seq(raw, "domains", f"{path}.domains")):
+        where = f"{path}.domains[{i}]"
+        if not isinstance(d, Mapping):
+            ctx.error(where, "expected a mapping")
+            continue
+        values = tuple(str(v) for v in ctx.seq(d, "values", f"{where}.values"))
+        count = ctx.integer(d, "count", f"{where}.count", minimum=0) or 0
+        if len(values) != len(levels):
+            ctx.error(f"{where}.values", f"expected {len(levels)} values")
+        domains.append(TopologyDomain(values=values, count=count))
+    for i, s in enumerate(ctx.seq(raw, "slices", f"{path}.slices")):
+        domains.extend(_decode_slice(ctx, s, len(levels), f"{path}.slices[{i}]"))
+    return TopologyAssignment(levels=levels, domains=tuple(domains))
+
+
+def _decode_slice(
+    ctx: Ctx, raw: object, nlevels: int, path: str
+) -> list[TopologyDomain]:
+    """v1beta2 compressed form: per-level universal or prefix+roots+suffix."""
+    if not isinstance(raw, Mapping):
+        ctx.error(path, "expected a mapping")
+        return []
+    n = ctx.integer(raw, "domainCount", f"{path}.domainCount", minimum=1) or 0
+    columns: list[list[str]] = []
+    per_level = ctx.seq(raw, "valuesPerLevel", f"{path}.valuesPerLevel")
+    if len(per_level) != nlevels:
+        ctx.error(f"{path}.valuesPerLevel", f"expected {nlevels} levels")
+        return []
+    for li, lvl in enumerate(per_level):
+        where = f"{path}.valuesPerLevel[{li}]"
+        if isinstance(lvl, Mapping) and lvl.get("universal") is not None:
+            columns.append([str(lvl["universal"])] * n)
+        elif isinstance(lvl, Mapping) and isinstance(lvl.get("individual"), Mapping):
+            ind = lvl["individual"]
+            roots = [str(r) for r in ctx.seq(ind, "roots", f"{where}.individual.roots")]
+            if len(roots) != n:
+                ctx.error(f"{where}.individual.roots", f"expected {n} roots")
+                return []
+            prefix, suffix = str(ind.get("prefix") or ""), str(ind.get("suffix") or "")
+            columns.append([prefix + r + suffix for r in roots])
+        else:
+            ctx.error(where, "needs universal or individual")
+            return []
+    pc = ctx.mapping(raw, "podCounts", f"{path}.podCounts")
+    if pc.get("universal") is not None:
+        counts = [ctx.integer(pc, "universal", f"{path}.podCounts.universal") or 0] * n
+    else:
+        counts = [
+            int(c) for c in ctx.seq(pc, "individual", f"{path}.podCounts.individual")
+        ]
+        if len(counts) != n:
+            ctx.error(f"{path}.podCounts", f"expected {n} pod counts")
+            return []
+    return [
+        TopologyDomain(values=tuple(col[i] for col in columns), count=counts[i])
+        for i in range(n)
+    ]
+
+
+def admission(ctx: Ctx, raw: Mapping[str, Any]) -> Admission | None:
+    cq = ctx.string(raw, "clusterQueue", "status.admission.clusterQueue")
+    if not cq:
+        ctx.error(
+            "status.admission.clusterQueue", "an admission names its ClusterQueue"
+        )
+        return None
+    psas = []
+    for i, p in enumerate(
+        ctx.seq(raw, "podSetAssignments", "status.admission.podSetAssignments")
+    ):
+        path = f"status.admission.podSetAssignments[{i}]"
+        if not isinstance(p, Mapping):
+            ctx.error(path, "expected a mapping")
+            continue
+        ta_raw = p.get("topologyAssignment")
+        psas.append(
+            PodSetAssignment(
+                name=ctx.string(p, "name", f"{path}.name", "main") or "main",
+                flavors=string_map(ctx, p, "flavors", f"{path}.flavors"),
+                resource_usage=ctx.resources(
+                    p, "resourceUsage", f"{path}.resourceUsage"
+                ),
+                count=ctx.integer(p, "count", f"{path}.count", default=-1, minimum=0)
+                if p.get("count") is not None
+                else -1,
+                topology_assignment=topology_assignment(
+                    ctx, ta_raw, f"{path}.topologyAssignment"
+                )
+                if isinstance(ta_raw, Mapping)
+                else None,
+            )
+        )
+    return Admission(cluster_queue=cq, pod_set_assignments=tuple(psas))
+
+
+def _priority_ref(
+    ctx: Ctx, spec: Mapping[str, Any], version: str
+) -> PriorityRef | None:
+    ref = spec.get("priorityClassRef")
+    if isinstance(ref, Mapping) and ref.get("name"):
+        kueue = (
+            str(ref.get("group", "kueue.x-k8s.io")) == "kueue.x-k8s.io"
+            and str(ref.get("kind", "WorkloadPriorityClass")) == "WorkloadPriorityClass"
+        )
+        return PriorityRef(name=str(ref["name"]), kueue=kueue)
+    name = ctx.string(spec, "priorityClassName", "spec.priorityClassName")
+    if name:
+        source = ctx.string(spec, "priorityClassSource", "spec.priorityClassSource", "")
+        return PriorityRef(name=name, kueue=source != "scheduling.k8s.io/priorityclass")
+    return None
+
+
+def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
+    meta = ctx.mapping(obj, "metadata", "metadata")
+    spec = ctx.mapping(obj, "spec", "spec")
+    status = ctx.mapping(obj, "status", "status")
+    created = ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+    created = created or EPOCH
+    conditions: dict[str, Mapping[str, Any]] = {}
+    for i, c in enumerate(ctx.seq(status, "conditions", "status.conditions")):
+        if isinstance(c, Mapping) and c.get("type"):
+            conditions[str(c["type"])] = {**c, "_path": f"status.conditions[{i}]"}
+
+    def is_true(kind: str) -> bool:
+        return str(conditions.get(kind, {}).get("status")) == "True"
+
+    def when(kind: str) -> Any:
+        c = conditions.get(kind, {})
+        return ctx.timestamp(c.get("lastTransitionTime"), f"{c.get('_path')}")
+
+    queue_ts = created
+    if (
+        is_true("Evicted")
+        and conditions["Evicted"].get("reason") in _REQUEUE_ON_EVICTION
+    ):
+        queue_ts = when("Evicted") or created
+    adm_raw = status.get("admission")
+    priority = ctx.integer(spec, "priority", "spec.priority")
+    psets = pod_sets(ctx, spec)
+    adm = admission(ctx, adm_raw) if isinstance(adm_raw, Mapping) else None
+    if adm is not None:
+        adm = _default_counts(adm, psets)
+    return Workload(
+        namespace=ctx.namespace,
+        name=ctx.name,
+        uid=str(meta.get("uid") or ""),
+        queue_name=ctx.string(spec, "queueName", "spec.queueName") or None,
+        priority=priority or 0,
+        priority_set=priority is not None,
+        priority_class=_priority_ref(ctx, spec, version),
+        creation_timestamp=created,
+        queue_order_timestamp=queue_ts,
+        pod_sets=psets,
+        active=ctx.boolean(spec, "active", "spec.active", True),
+        finished=is_true("Finished"),
+        admission=adm,
+        quota_reserved=is_true("QuotaReserved"),
+        quota_reserved_at=when("QuotaReserved") if is_true("QuotaReserved") else None,
+        evicted=is_true("Evicted"),
+        labels=string_map(ctx, meta, "labels", "metadata.labels"),
+        annotations=string_map(ctx, meta, "annotations", "metadata.annotations"),
+    )
+
+
+def _default_counts(adm: Admission, psets: tuple[PodSet, ...]) -> Admission:
+    """A missing admission count means the pod set's spec count (Kueue)."""
+    by_name = {p.name: p.count for p in psets}
+    psas = tuple(
+        p if p.count >= 0 else p.model_copy(update={"count": by_name.get(p.name, 0)})
+        for p in adm.pod_set_assignments
+    )
+    return adm.model_copy(update={"pod_set_assignments": psas})

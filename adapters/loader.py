@@ -1,0 +1,267 @@
+"""Instance files -> snapshot.
+
+Reads YAML streams (multi-document or ``kind: List``) and JSON, with
+libyaml's C loader, decodes every recognised kind through
+:mod:`adapters.convert`, and reports all problems with their location.
+Several files merge into one snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from adapters.convert.context import Ctx
+from adapters.convert.core import decode_namespace, decode_node, decode_pod
+from adapters.convert.kueue import (
+    decode_cluster_queue,
+    decode_cohort,
+    decode_flavor,
+    decode_local_queue,
+    decode_priority_class,
+    decode_topology,
+)
+from adapters.convert.workload import decode_workload
+from models.errors import InstanceError, Location, Problem
+from models.snapshot import Objects, Snapshot, build_snapshot
+
+try:
+    _YamlLoader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml is a hard expectation
+    _YamlLoader = yaml.SafeLoader
+
+KUEUE = "kueue.x-k8s.io"
+SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
+    (KUEUE, "ResourceFlavor"): ("v1beta1", "v1beta2"),
+    (KUEUE, "ClusterQueue"): ("v1beta1", "v1beta2"),
+    (KUEUE, "LocalQueue"): ("v1beta1", "v1beta2"),
+    (KUEUE, "Workload"): ("v1beta1", "v1beta2"),
+    (KUEUE, "WorkloadPriorityClass"): ("v1beta1", "v1beta2"),
+    (KUEUE, "Topology"): ("v1alpha1", "v1beta1", "v1beta2"),
+    (KUEUE, "Cohort"): ("v1alpha1", "v1beta1", "v1beta2"),
+    ("", "Node"): ("v1",),
+    ("", "Pod"): ("v1",),
+    ("", "Namespace"): ("v1",),
+    ("scheduling.k8s.io", "PriorityClass"): ("v1",),
+}
+NAMESPACED = {"LocalQueue", "Workload", "Pod"}
+_SEPARATOR = re.compile(r"^---(?:\s|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class RawObject:
+    """One decoded document item, remembering where it came from."""
+
+    obj: Mapping[str, Any]
+    file: str
+    line: int | None
+
+
+def _split_yaml(text: str) -> Iterator[tuple[int, str]]:
+    """Yield (first line number, text) per YAML document."""
+    start = 0
+    chunk: list[str] = []
+    for i, line in enumerate(text.splitlines(keepends=True)):
+        if _SEPARATOR.match(line):
+            if chunk:
+                yield start + 1, "".join(chunk)
+            chunk = []
+            start = i + 1
+            rest = line[3:].strip()
+            if rest and not rest.startswith("#"):
+                chunk.append(" " * 3 + line[3:])  # inline content after ---
+        elif line.startswith("...") and line.strip() == "...":
+            if chunk:
+                yield start + 1, "".join(chunk)
+            chunk = []
+            start = i + 1
+        else:
+            chunk.append(line)
+    if chunk:
+        yield start + 1, "".join(chunk)
+
+
+def _documents(
+    path: str, text: str, problems: list[Problem]
+) -> Iterator[tuple[Any, int]]:
+    stripped = text.lstrip()
+    if path.endswith(".json") or stripped.startswith(("{", "[")):
+        try:
+            yield json.loads(text), 1
+            return
+        except json.JSONDecodeError as exc:
+            if path.endswith(".json"):
+                problems.append(
+                    Problem(
+                        Location(file=path, line=exc.lineno),
+                        f"JSON syntax error: {exc.msg}",
+                    )
+                )
+                return
+    for first_line, chunk in _split_yaml(text):
+        try:
+            doc = yaml.load(chunk, Loader=_YamlLoader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = first_line + mark.line if mark is not None else first_line
+            problems.append(
+                Problem(
+                    Location(file=path, line=line),
+                    f"YAML syntax error: {exc.problem or exc}",
+                )
+            )
+            continue
+        except yaml.YAMLError as exc:
+            problems.append(
+                Problem(Location(file=path, line=first_line), f"YAML error: {exc}")
+            )
+            continue
+        if doc is not None:
+            yield doc, first_line
+
+
+def read_objects(paths: Iterable[str | Path]) -> tuple[list[RawObject], list[Problem]]:
+    """Every Kubernetes object in the files, with ``List`` wrappers unwrapped."""
+    problems: list[Problem] = []
+    out: list[RawObject] = []
+    for p in paths:
+        path = str(p)
+        try:
+            text = sys.stdin.read() if path == "-" else Path(path).read_text()
+        except OSError as exc:
+            problems.append(
+                Problem(Location(file=path), f"cannot read: {exc.strerror}")
+            )
+            continue
+        for doc, line in _documents(path, text, problems):
+            items = [doc]
+            if isinstance(doc, list):
+                items = doc
+            elif (
+                isinstance(doc, Mapping)
+                and isinstance(doc.get("items"), list)
+                and (str(doc.get("kind", "")).endswith("List"))
+            ):
+                items = doc["items"]
+            for item in items:
+                if not isinstance(item, Mapping):
+                    problems.append(
+                        Problem(
+                            Location(file=path, line=line),
+                            "expected a Kubernetes object (a mapping)",
+                        )
+                    )
+                    continue
+                out.append(RawObject(item, path, line))
+    return out, problems
+
+
+def load_snapshot(paths: Iterable[str | Path]) -> Snapshot:
+    """Load instance files; raises :class:`InstanceError` listing every problem."""
+    raws, problems = read_objects(paths)
+    objects, warnings = decode_objects(raws, problems)
+    if problems:
+        raise InstanceError(problems)
+    return build_snapshot(objects, warnings)
+
+
+def decode_objects(
+    raws: list[RawObject], problems: list[Problem]
+) -> tuple[Objects, list[Problem]]:
+    """Dispatch by kind; duplicates and unsupported versions are errors."""
+    tables: dict[str, dict[str, Any]] = {
+        k: {}
+        for k in (
+            "flavors",
+            "cluster_queues",
+            "cohorts",
+            "local_queues",
+            "priority_classes",
+            "pod_priority_classes",
+            "topologies",
+            "namespaces",
+            "nodes",
+            "pods",
+            "workloads",
+        )
+    }
+    unknown: Counter[str] = Counter()
+    warnings: list[Problem] = []
+    for raw in raws:
+        obj = raw.obj
+        api_version = str(obj.get("apiVersion", ""))
+        kind = str(obj.get("kind", ""))
+        group, _, version = api_version.rpartition("/")
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        assert isinstance(meta, Mapping)
+        name = str(meta.get("name") or "")
+        namespace = str(meta.get("namespace") or "") if kind in NAMESPACED else ""
+        if kind in NAMESPACED and not namespace:
+            namespace = "default"
+        ctx = Ctx(problems, raw.file, kind or "<no kind>", namespace, name, raw.line)
+        if (group, kind) not in SUPPORTED:
+            if not kind or not api_version:
+                ctx.error("kind" if not kind else "apiVersion", "missing")
+            else:
+                unknown[f"{kind} ({api_version})"] += 1
+            continue
+        if version not in SUPPORTED[(group, kind)]:
+            ctx.error(
+                "apiVersion",
+                f"unsupported apiVersion {api_version} for {kind} "
+                f"(supported: {', '.join(SUPPORTED[(group, kind)])})",
+            )
+            continue
+        if not name:
+            ctx.error("metadata.name", "missing")
+            continue
+        table, value = _decode(ctx, obj, kind, version)
+        if value is None:
+            continue
+        key = f"{namespace}/{name}" if namespace else name
+        if key in tables[table]:
+            ctx.error("metadata.name", f"duplicate {kind} {key}")
+            continue
+        tables[table][key] = value
+    if unknown:
+        kinds = ", ".join(
+            f"{k} x{n}" if n > 1 else k for k, n in sorted(unknown.items())
+        )
+        warnings.append(
+            Problem(Location(), f"ignored objects of unrecognised kinds: {kinds}")
+        )
+    return Objects(**tables), warnings
+
+
+def _decode(
+    ctx: Ctx, obj: Mapping[str, Any], kind: str, version: str
+) -> tuple[str, Any]:
+    if kind == "ResourceFlavor":
+        return "flavors", decode_flavor(ctx, obj)
+    if kind == "ClusterQueue":
+        return "cluster_queues", decode_cluster_queue(ctx, obj, version)
+    if kind == "Cohort":
+        return "cohorts", decode_cohort(ctx, obj)
+    if kind == "LocalQueue":
+        return "local_queues", decode_local_queue(ctx, obj)
+    if kind == "WorkloadPriorityClass":
+        return "priority_classes", decode_priority_class(ctx, obj, kueue=True)
+    if kind == "PriorityClass":
+        return "pod_priority_classes", decode_priority_class(ctx, obj, kueue=False)
+    if kind == "Topology":
+        return "topologies", decode_topology(ctx, obj)
+    if kind == "Namespace":
+        return "namespaces", decode_namespace(ctx, obj)
+    if kind == "Node":
+        return "nodes", decode_node(ctx, obj)
+    if kind == "Pod":
+        return "pods", decode_pod(ctx, obj)
+    return "workloads", decode_workload(ctx, obj, version)

@@ -1,0 +1,179 @@
+"""Cluster-side objects: flavors, queues, cohorts, topologies, nodes, pods.
+
+Field names follow Kueue's API in snake_case; quantities are exact integers
+(see :mod:`models.quantity`).  These records carry no cross-object logic:
+the :class:`models.snapshot.Snapshot` resolves references.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from models.scheduling import Frozen, LabelSelector, Taint, Toleration
+
+ResourceMap = dict[str, int]
+"""resource name -> integer units; frozen records never mutate it."""
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+class ResourceFlavor(Frozen):
+    name: str
+    node_labels: dict[str, str] = {}
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    topology_name: str | None = None
+
+    @property
+    def is_tas(self) -> bool:
+        return self.topology_name is not None
+
+
+class ResourceQuota(Frozen):
+    """Quota of one resource within one flavor of a queue or cohort."""
+
+    name: str
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+class FlavorQuotas(Frozen):
+    name: str
+    resources: tuple[ResourceQuota, ...]
+
+
+class ResourceGroup(Frozen):
+    covered_resources: tuple[str, ...]
+    flavors: tuple[FlavorQuotas, ...]
+
+
+WithinClusterQueue = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimWithinCohort = Literal["Never", "LowerPriority", "Any"]
+
+
+class BorrowWithinCohort(Frozen):
+    policy: Literal["Never", "LowerPriority"] = "Never"
+    max_priority_threshold: int | None = None
+
+
+class PreemptionPolicy(Frozen):
+    within_cluster_queue: WithinClusterQueue = "Never"
+    reclaim_within_cohort: ReclaimWithinCohort = "Never"
+    borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort()
+
+
+class FlavorFungibility(Frozen):
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = "MayStopSearch"
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] = "TryNextFlavor"
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] = (
+        "BorrowingOverPreemption"
+    )
+
+
+class ClusterQueue(Frozen):
+    name: str
+    cohort: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    preemption: PreemptionPolicy = PreemptionPolicy()
+    flavor_fungibility: FlavorFungibility = FlavorFungibility()
+    stop_policy: str = "None"
+
+    def quota(self, flavor: str, resource: str) -> ResourceQuota | None:
+        for group in self.resource_groups:
+            for fq in group.flavors:
+                if fq.name == flavor:
+                    for rq in fq.resources:
+                        if rq.name == resource:
+                            return rq
+        return None
+
+    def group_of(self, resource: str) -> int | None:
+        """Index of the resource group covering ``resource`` (the last, as Kueue)."""
+        found = None
+        for i, group in enumerate(self.resource_groups):
+            if resource in group.covered_resources:
+                found = i
+        return found
+
+    @property
+    def flavor_names(self) -> tuple[str, ...]:
+        return tuple(f.name for g in self.resource_groups for f in g.flavors)
+
+
+class Cohort(Frozen):
+    name: str
+    parent: str | None = None
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    implicit: bool = False
+    """True when no Cohort object exists and a queue's reference created it."""
+
+    def quota(self, flavor: str, resource: str) -> ResourceQuota | None:
+        for group in self.resource_groups:
+            for fq in group.flavors:
+                if fq.name == flavor:
+                    for rq in fq.resources:
+                        if rq.name == resource:
+                            return rq
+        return None
+
+
+class LocalQueue(Frozen):
+    namespace: str
+    name: str
+    cluster_queue: str
+    stop_policy: str = "None"
+
+
+class PriorityClass(Frozen):
+    """WorkloadPriorityClass (kueue) or PriorityClass (scheduling.k8s.io)."""
+
+    name: str
+    value: int
+    kueue: bool = True
+    global_default: bool = False
+
+
+class Topology(Frozen):
+    name: str
+    levels: tuple[str, ...]
+
+    @property
+    def hostname_leaves(self) -> bool:
+        return self.levels[-1] == HOSTNAME_LABEL
+
+
+class Namespace(Frozen):
+    name: str
+    labels: dict[str, str] = {}
+
+
+class Node(Frozen):
+    name: str
+    labels: dict[str, str] = {}
+    allocatable: ResourceMap = {}
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+
+
+class Pod(Frozen):
+    """A bound, non-workload pod: all placewise needs is its usage."""
+
+    namespace: str
+    name: str
+    node_name: str | None = None
+    requests: ResourceMap = {}
+    phase: str = "Pending"
+    tas_managed: bool = False
+
+    @property
+    def consumes_node(self) -> bool:
+        """Bound, not terminated, not counted through a Workload's TAS usage."""
+        return (
+            self.node_name is not None
+            and self.phase not in ("Succeeded", "Failed")
+            and not self.tas_managed
+        )

@@ -1,0 +1,269 @@
+"""The Plan: what a solver decided, in the shape of Kueue's status.admission.
+
+The wire shape is fixed by formats.md §2; :meth:`Plan.to_dict` and
+:func:`plan_from_dict` are its only writer and reader so that every command
+and test speaks exactly the same format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from models.errors import InstanceError, Location, Problem
+from models.quantity import QuantityError, format_units, to_units
+from models.scheduling import Frozen
+from models.workload import PodSetAssignment, TopologyAssignment, TopologyDomain
+
+API_VERSION = "placewise.io/v1alpha1"
+SolveStatus = Literal["OPTIMAL", "FEASIBLE", "FALLBACK", "NO_SOLUTION"]
+PreemptionReason = Literal[
+    "InClusterQueue",
+    "InCohortReclamation",
+    "InCohortReclaimWhileBorrowing",
+    "InCohortFairSharing",
+]
+
+
+class SolverInfo(Frozen):
+    name: str
+    status: SolveStatus
+    wall_seconds: float = 0.0
+    objective: float | None = None
+    bound: float | None = None
+
+
+class PlanAdmission(Frozen):
+    workload: str
+    cluster_queue: str
+    pod_set_assignments: tuple[PodSetAssignment, ...]
+
+
+class PlanPreemption(Frozen):
+    workload: str
+    preemptor: str
+    reason: PreemptionReason
+
+
+class PlanPending(Frozen):
+    workload: str
+    reason: str
+
+
+class Plan(Frozen):
+    solver: SolverInfo
+    admissions: tuple[PlanAdmission, ...] = ()
+    preemptions: tuple[PlanPreemption, ...] = ()
+    pending: tuple[PlanPending, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        solver: dict[str, Any] = {
+            "name": self.solver.name,
+            "status": self.solver.status,
+            "wallSeconds": round(self.solver.wall_seconds, 3),
+        }
+        if self.solver.objective is not None:
+            solver["objective"] = _number(self.solver.objective)
+        if self.solver.bound is not None:
+            solver["bound"] = _number(self.solver.bound)
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "Plan",
+            "solver": solver,
+            "admissions": [
+                {
+                    "workload": a.workload,
+                    "clusterQueue": a.cluster_queue,
+                    "podSetAssignments": [
+                        _psa_to_dict(p) for p in a.pod_set_assignments
+                    ],
+                }
+                for a in self.admissions
+            ],
+            "preemptions": [
+                {"workload": p.workload, "preemptor": p.preemptor, "reason": p.reason}
+                for p in self.preemptions
+            ],
+            "pending": [
+                {"workload": p.workload, "reason": p.reason} for p in self.pending
+            ],
+        }
+
+
+def _number(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
+
+
+def _psa_to_dict(psa: PodSetAssignment) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": psa.name,
+        "flavors": dict(sorted(psa.flavors.items())),
+        "resourceUsage": {
+            r: format_units(r, v) for r, v in sorted(psa.resource_usage.items())
+        },
+        "count": psa.count,
+    }
+    if psa.topology_assignment is not None:
+        ta = psa.topology_assignment
+        out["topologyAssignment"] = {
+            "levels": list(ta.levels),
+            "domains": [
+                {"values": list(d.values), "count": d.count} for d in ta.domains
+            ],
+        }
+    return out
+
+
+class _Reader:
+    """Collects every problem of a plan file instead of stopping at the first."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.problems: list[Problem] = []
+
+    def fail(self, where: str, message: str) -> None:
+        self.problems.append(
+            Problem(Location(file=self.source, kind="Plan", field=where), message)
+        )
+
+    def mapping(self, value: object, where: str) -> Mapping[str, Any]:
+        if isinstance(value, Mapping):
+            return value
+        self.fail(where, f"expected a mapping, got {type(value).__name__}")
+        return {}
+
+    def seq(self, value: object, where: str) -> list[Any]:
+        if value is None:
+            return []
+        if isinstance(value, list):
+            return value
+        self.fail(where, f"expected a list, got {type(value).__name__}")
+        return []
+
+    def string(self, value: object, where: str) -> str:
+        if isinstance(value, str) and value:
+            return value
+        self.fail(where, "expected a non-empty string")
+        return ""
+
+    def integer(self, value: object, where: str) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        self.fail(where, f"expected an integer, got {value!r}")
+        return 0
+
+
+def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
+    """Parse a Plan document; raises :class:`InstanceError` listing all problems."""
+    rd = _Reader(source)
+    doc = rd.mapping(data, "")
+    if doc and (doc.get("kind") != "Plan" or doc.get("apiVersion") != API_VERSION):
+        rd.fail("kind", f"expected apiVersion {API_VERSION} kind Plan")
+    solver_doc = rd.mapping(doc.get("solver", {}), "solver")
+    status = solver_doc.get("status", "FEASIBLE")
+    if status not in ("OPTIMAL", "FEASIBLE", "FALLBACK", "NO_SOLUTION"):
+        rd.fail("solver.status", f"unknown status {status!r}")
+        status = "FEASIBLE"
+    wall = solver_doc.get("wallSeconds", 0.0)
+    solver = SolverInfo(
+        name=str(solver_doc.get("name", "")),
+        status=status,
+        wall_seconds=float(wall) if isinstance(wall, int | float) else 0.0,
+        objective=solver_doc.get("objective"),
+        bound=solver_doc.get("bound"),
+    )
+    admissions = []
+    for i, raw in enumerate(rd.seq(doc.get("admissions"), "admissions")):
+        where = f"admissions[{i}]"
+        adm = rd.mapping(raw, where)
+        psas = []
+        for j, raw_psa in enumerate(
+            rd.seq(adm.get("podSetAssignments"), f"{where}.podSetAssignments")
+        ):
+            psas.append(_psa_from_dict(rd, raw_psa, f"{where}.podSetAssignments[{j}]"))
+        admissions.append(
+            PlanAdmission(
+                workload=rd.string(adm.get("workload"), f"{where}.workload"),
+                cluster_queue=rd.string(
+                    adm.get("clusterQueue"), f"{where}.clusterQueue"
+                ),
+                pod_set_assignments=tuple(psas),
+            )
+        )
+    preemptions = []
+    reasons = (
+        "InClusterQueue",
+        "InCohortReclamation",
+        "InCohortReclaimWhileBorrowing",
+        "InCohortFairSharing",
+    )
+    for i, raw in enumerate(rd.seq(doc.get("preemptions"), "preemptions")):
+        where = f"preemptions[{i}]"
+        pre = rd.mapping(raw, where)
+        reason = pre.get("reason")
+        if reason not in reasons:
+            rd.fail(f"{where}.reason", f"unknown preemption reason {reason!r}")
+            reason = "InClusterQueue"
+        preemptions.append(
+            PlanPreemption(
+                workload=rd.string(pre.get("workload"), f"{where}.workload"),
+                preemptor=rd.string(pre.get("preemptor"), f"{where}.preemptor"),
+                reason=reason,
+            )
+        )
+    pending = []
+    for i, raw in enumerate(rd.seq(doc.get("pending"), "pending")):
+        where = f"pending[{i}]"
+        pen = rd.mapping(raw, where)
+        pending.append(
+            PlanPending(
+                workload=rd.string(pen.get("workload"), f"{where}.workload"),
+                reason=str(pen.get("reason", "")),
+            )
+        )
+    if rd.problems:
+        raise InstanceError(rd.problems)
+    return Plan(
+        solver=solver,
+        admissions=tuple(admissions),
+        preemptions=tuple(preemptions),
+        pending=tuple(pending),
+    )
+
+
+def _psa_from_dict(rd: _Reader, raw: object, where: str) -> PodSetAssignment:
+    psa = rd.mapping(raw, where)
+    flavors = {
+        str(k): str(v)
+        for k, v in rd.mapping(psa.get("flavors", {}), f"{where}.flavors").items()
+    }
+    usage = {}
+    for r, q in rd.mapping(
+        psa.get("resourceUsage", {}), f"{where}.resourceUsage"
+    ).items():
+        try:
+            usage[str(r)] = to_units(str(r), q)
+        except QuantityError as exc:
+            rd.fail(f"{where}.resourceUsage.{r}", str(exc))
+    ta = None
+    if psa.get("topologyAssignment") is not None:
+        raw_ta = rd.mapping(psa["topologyAssignment"], f"{where}.topologyAssignment")
+        levels = tuple(str(x) for x in rd.seq(raw_ta.get("levels"), f"{where}.levels"))
+        domains = []
+        for k, raw_d in enumerate(rd.seq(raw_ta.get("domains"), f"{where}.domains")):
+            d = rd.mapping(raw_d, f"{where}.domains[{k}]")
+            values = tuple(str(v) for v in rd.seq(d.get("values"), f"{where}.values"))
+            domains.append(
+                TopologyDomain(
+                    values=values,
+                    count=rd.integer(d.get("count"), f"{where}.domains[{k}].count"),
+                )
+            )
+        ta = TopologyAssignment(levels=levels, domains=tuple(domains))
+    return PodSetAssignment(
+        name=rd.string(psa.get("name"), f"{where}.name"),
+        flavors=flavors,
+        resource_usage=usage,
+        count=rd.integer(psa.get("count"), f"{where}.count"),
+        topology_assignment=ta,
+    )
