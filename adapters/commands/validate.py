@@ -1,0 +1,100 @@
+"""``placewise validate INSTANCE... --plan PLAN``: is a plan feasible?
+
+Exit 0 when it is, 1 listing every violation (one ``rule: workload:
+message`` line each, so scripts can grep rule ids), 2 when the instance or
+the plan cannot be read (formats.md §2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from adapters.commands.common import load
+from models.errors import InstanceError, Location, Problem
+from models.plan import Plan, plan_from_dict
+from models.validate import Violation, validate
+
+try:
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml is a hard expectation
+    _Loader = yaml.SafeLoader
+
+
+def register(subparsers: Any) -> None:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "validate",
+        help="check a plan against instances (exit 1 listing every violation)",
+        description=(
+            "Check that PLAN is feasible for the instance: bookkeeping, pod sets, "
+            "flavor eligibility, hierarchical quota, topology, node capacity and "
+            "preemption policy. Exit 0 if feasible, 1 listing every violation, "
+            "2 for unreadable input."
+        ),
+    )
+    p.add_argument("instances", nargs="+", metavar="INSTANCE",
+                   help="instance YAML/JSON files (merged into one snapshot)")
+    p.add_argument("--plan", required=True, metavar="PLAN",
+                   help="the plan to check (YAML or JSON; - for stdin)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="report format (default: text)")
+    p.set_defaults(run=run)
+
+
+def read_plan(path: str) -> Plan:
+    """Parse a plan file; every problem becomes an InstanceError (exit 2)."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as exc:
+        raise InstanceError([Problem(Location(file=path, kind="Plan"),
+                                     f"cannot read: {exc.strerror}")]) from exc
+    try:
+        data = yaml.load(text, Loader=_Loader)  # JSON is a subset of YAML
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise InstanceError([Problem(Location(file=path, kind="Plan", line=line),
+                                     f"syntax error: {exc.problem or exc}")]) from exc
+    except yaml.YAMLError as exc:
+        raise InstanceError([Problem(Location(file=path, kind="Plan"),
+                                     f"syntax error: {exc}")]) from exc
+    if data is None:
+        raise InstanceError([Problem(Location(file=path, kind="Plan"),
+                                     "the file holds no plan")])
+    return plan_from_dict(data, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    snap = load(args.instances)
+    plan = read_plan(args.plan)
+    violations = validate(snap, plan)
+    if args.format == "json":
+        print(json.dumps(_report(plan, violations), indent=2))
+    elif violations:
+        for v in violations:
+            print(v)
+        print(f"plan is infeasible: {len(violations)} violation(s)", file=sys.stderr)
+    else:
+        print(
+            f"plan is feasible: {len(plan.admissions)} admission(s), "
+            f"{len(plan.preemptions)} preemption(s), {len(plan.pending)} pending"
+        )
+    return 1 if violations else 0
+
+
+def _report(plan: Plan, violations: list[Violation]) -> dict[str, Any]:
+    return {
+        "feasible": not violations,
+        "admissions": len(plan.admissions),
+        "preemptions": len(plan.preemptions),
+        "pending": len(plan.pending),
+        "violations": [
+            {"rule": v.rule, "workload": v.workload, "message": v.message}
+            for v in violations
+        ],
+    }

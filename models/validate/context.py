@@ -1,0 +1,183 @@
+"""What every rule family needs: the violation record and an indexed plan.
+
+The plan is indexed once so that each rule module can look at "the
+admissions that name a pending workload" or "the running workloads that stay"
+without repeating the bookkeeping checks; malformed entries are reported by
+:mod:`models.validate.bookkeeping` and simply left out of these views, so one
+mistake is reported once, by the rule that owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from models.cluster import ClusterQueue, ResourceFlavor
+from models.plan import Plan, PlanAdmission, PlanPreemption
+from models.quantity import format_units
+from models.snapshot import Snapshot
+from models.validate.domains import DomainIndex
+from models.workload import PodSet, PodSetAssignment, Workload
+
+FlavorResource = tuple[str, str]
+"""(flavor, resource): the unit of quota accounting."""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One reason a plan is infeasible.
+
+    ``rule`` is a short stable id (``family.name``) that tests and scripts
+    match on; ``message`` is for people and names every object involved.
+    """
+
+    rule: str
+    workload: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.workload or '-'}: {self.message}"
+
+
+def qty(resource: str, units: int) -> str:
+    """A quantity as users wrote it (``1500m``, ``4Gi``) for messages."""
+    return format_units(resource, units)
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A plan admission of a pending workload, joined with its spec."""
+
+    entry: PlanAdmission
+    workload: Workload
+    cluster_queue: ClusterQueue | None
+    """The ClusterQueue the plan names, if it exists in the instance."""
+
+    @property
+    def key(self) -> str:
+        return self.workload.key
+
+    def pairs(self) -> Iterator[tuple[PodSet, PodSetAssignment]]:
+        """Pod sets with their assignment, matched by name (first match)."""
+        seen: set[str] = set()
+        for psa in self.entry.pod_set_assignments:
+            ps = self.workload.pod_set(psa.name)
+            if ps is not None and psa.name not in seen:
+                seen.add(psa.name)
+                yield ps, psa
+
+
+@dataclass
+class Context:
+    """The snapshot and the plan, with the cross-references rules share."""
+
+    snap: Snapshot
+    plan: Plan
+    admitted: list[Admitted] = field(default_factory=list)
+    """First admission of each pending workload, in plan order."""
+    victims: dict[str, tuple[Workload, PlanPreemption]] = field(default_factory=dict)
+    """Running workloads the plan evicts (first preemption of each)."""
+
+    def __post_init__(self) -> None:
+        pending = {w.key: w for w in self.snap.pending}
+        running = {w.key: w for w in self.snap.running}
+        seen: set[str] = set()
+        for entry in self.plan.admissions:
+            w = pending.get(entry.workload)
+            if w is None or entry.workload in seen:
+                continue
+            seen.add(entry.workload)
+            cq = self.snap.cluster_queues.get(entry.cluster_queue)
+            self.admitted.append(Admitted(entry, w, cq))
+        for pre in self.plan.preemptions:
+            victim = running.get(pre.workload)
+            if victim is not None and pre.workload not in self.victims:
+                self.victims[pre.workload] = (victim, pre)
+
+    @cached_property
+    def remaining(self) -> list[Workload]:
+        """Running workloads still holding quota and capacity after the plan."""
+        return [w for w in self.snap.running if w.key not in self.victims]
+
+    @cached_property
+    def domains(self) -> DomainIndex:
+        return DomainIndex(self.snap)
+
+    @cached_property
+    def admitted_by_key(self) -> dict[str, Admitted]:
+        return {a.key: a for a in self.admitted}
+
+    def flavor(self, name: str) -> ResourceFlavor | None:
+        return self.snap.flavors.get(name)
+
+    def covers(self, cq: ClusterQueue, resource: str) -> bool:
+        return cq.group_of(resource) is not None
+
+    def tas_implied(self, cq: ClusterQueue) -> bool:
+        """Every flavor of the queue is a TAS flavor (Kueue's ``IsTASOnly``)."""
+        names = cq.flavor_names
+        return bool(names) and all(
+            (f := self.flavor(n)) is not None and f.is_tas for n in names
+        )
+
+    def wants_tas(self, cq: ClusterQueue, ps: PodSet) -> bool:
+        """The pod set must be placed on a topology (explicitly or implied)."""
+        return ps.topology.requests_tas or self.tas_implied(cq)
+
+    def needed_resources(self, cq: ClusterQueue, ps: PodSet, count: int) -> list[str]:
+        """Resources that must get a flavor: non-zero totals, plus ``pods``."""
+        if count <= 0:
+            return []
+        out = [r for r, v in sorted(ps.requests.items()) if v > 0 and r != "pods"]
+        if self.covers(cq, "pods"):
+            out.append("pods")
+        return out
+
+    def expected_usage(
+        self, cq: ClusterQueue, ps: PodSet, count: int
+    ) -> dict[str, int]:
+        """Quota usage Kueue records for ``count`` pods of the pod set."""
+        out = {r: v * count for r, v in ps.requests.items() if v > 0 and r != "pods"}
+        if self.covers(cq, "pods") and count > 0:
+            out["pods"] = count
+        return out
+
+    def tas_flavor(
+        self, adm: Admitted, ps: PodSet, psa: PodSetAssignment
+    ) -> ResourceFlavor | None:
+        """The TAS flavor a pod set was placed on.
+
+        A pod set without requests of its own (a leader in a
+        ``podSetGroupName`` group) inherits its group's TAS flavor, and one
+        in a queue with a single TAS flavor can only mean that one.
+        """
+        own = _tas_flavors(self, psa.flavors.values())
+        if own:
+            return own[0]
+        if ps.topology.group:
+            for other_ps, other in adm.pairs():
+                if other_ps.topology.group == ps.topology.group and other is not psa:
+                    found = _tas_flavors(self, other.flavors.values())
+                    if found:
+                        return found[0]
+        if adm.cluster_queue is not None and psa.topology_assignment is not None:
+            in_cq = _tas_flavors(self, adm.cluster_queue.flavor_names)
+            if len(in_cq) == 1:
+                return in_cq[0]
+        return None
+
+
+def _tas_flavors(ctx: Context, names: Iterable[str]) -> list[ResourceFlavor]:
+    out: list[ResourceFlavor] = []
+    for name in sorted(set(names)):
+        f = ctx.flavor(name)
+        if f is not None and f.is_tas:
+            out.append(f)
+    return out
+
+
+def running_tas_flavor(ctx: Context, psa: PodSetAssignment) -> ResourceFlavor | None:
+    """TAS flavor of a running workload's pod set, from its admission."""
+    found = _tas_flavors(ctx, psa.flavors.values())
+    return found[0] if found else None

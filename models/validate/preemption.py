@@ -1,0 +1,233 @@
+"""Preemption policy (kueue-semantics §5.1, §5.3).
+
+A plan may evict a running workload only where the preemptor's
+ClusterQueue policy allows it: ``withinClusterQueue`` inside its own queue,
+``reclaimWithinCohort`` for a queue of the same cohort tree that is
+borrowing, and — when the preemptor itself ends up borrowing —
+``borrowWithinCohort``.  Which victims Kueue's heuristic would pick is not
+checked here; any set the policy permits is feasible.
+"""
+
+from __future__ import annotations
+
+from models.cluster import ClusterQueue
+from models.plan import PlanPreemption
+from models.validate.context import Context, FlavorResource, Violation
+from models.validate.quota import (
+    Amounts,
+    NodeId,
+    QuotaTree,
+    assignment_usage,
+    final_usage,
+    running_usage,
+)
+from models.workload import Workload
+
+
+def check(ctx: Context) -> list[Violation]:
+    """Each eviction against the preemptor's queue policy."""
+    if not ctx.victims:
+        return []
+    checker = _Checker(ctx)
+    out: list[Violation] = []
+    for victim, pre in ctx.victims.values():
+        out += checker.one(victim, pre)
+    return out
+
+
+class _Checker:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.tree = QuotaTree(ctx.snap)
+        self.initial = running_usage(ctx.snap.running)
+        self.final = final_usage(ctx)
+        self.pending = {w.key: w for w in ctx.snap.pending}
+        self._memo: dict[tuple[NodeId, FlavorResource, bool], dict[NodeId, Amounts]]
+        self._memo = {}
+
+    def _amounts(
+        self, root: NodeId, fr: FlavorResource, final: bool
+    ) -> dict[NodeId, Amounts]:
+        key = (root, fr, final)
+        if key not in self._memo:
+            usage = self.final if final else self.initial
+            self._memo[key] = self.tree.amounts(root, fr, usage)
+        return self._memo[key]
+
+    def one(self, victim: Workload, pre: PlanPreemption) -> list[Violation]:
+        snap = self.ctx.snap
+        w = self.pending.get(pre.preemptor)
+        if w is None:
+            return []  # reported as bookkeeping.preemptor
+        adm = self.ctx.admitted_by_key.get(w.key)
+        cq_name = adm.entry.cluster_queue if adm else snap.cluster_queue_of(w)
+        cq = snap.cluster_queues.get(cq_name or "")
+        blocked = snap.blocked_reason(w)
+        if cq is None or blocked is not None:
+            return [self._v("preemption.scope", victim,
+                            f"preemptor {w.key} cannot be admitted: {blocked}")]
+        assert victim.admission is not None
+        vcq = victim.admission.cluster_queue
+        same = vcq == cq.name
+        out = self._reason(victim, pre, cq, vcq)
+        frs = self._frs(w, cq)
+        if not set(victim.usage()) & frs:
+            out.append(self._v(
+                "preemption.no-shared-resource", victim,
+                f"shares no flavor-resource with preemptor {w.key} "
+                f"(victim uses {_frs_text(set(victim.usage()))}; preemptor "
+                f"{'uses' if adm else 'could use'} {_frs_text(frs)})",
+            ))
+        if same:
+            return out + self._within(victim, w, cq)
+        return out + self._cohort(victim, w, cq, frs, adm is not None)
+
+    def _v(self, rule: str, victim: Workload, message: str) -> Violation:
+        return Violation(rule, victim.key, message)
+
+    def _reason(self, victim: Workload, pre: PlanPreemption, cq: ClusterQueue,
+                vcq: str) -> list[Violation]:
+        same = vcq == cq.name
+        if same != (pre.reason == "InClusterQueue"):
+            where = (
+                f"the preemptor's own ClusterQueue {vcq}, which calls for "
+                "InClusterQueue" if same
+                else f"ClusterQueue {vcq}, not the preemptor's {cq.name}"
+            )
+            return [self._v(
+                "preemption.reason", victim,
+                f"reason {pre.reason} but the victim is in {where}",
+            )]
+        policy = cq.preemption.borrow_within_cohort.policy
+        if pre.reason == "InCohortReclaimWhileBorrowing" and policy == "Never":
+            return [self._v(
+                "preemption.reason", victim,
+                f"reason InCohortReclaimWhileBorrowing but ClusterQueue {cq.name} "
+                "has borrowWithinCohort policy Never",
+            )]
+        return []
+
+    def _frs(self, w: Workload, cq: ClusterQueue) -> set[FlavorResource]:
+        """Flavor-resources the preemptor holds, or could hold if pending."""
+        adm = self.ctx.admitted_by_key.get(w.key)
+        if adm is not None:
+            return set(assignment_usage(adm.entry.pod_set_assignments))
+        out: set[FlavorResource] = set()
+        for ps in w.pod_sets:
+            for r in self.ctx.needed_resources(cq, ps, ps.count):
+                group = cq.group_of(r)
+                if group is not None:
+                    out.update((fq.name, r) for fq in cq.resource_groups[group].flavors)
+        return out
+
+    def _within(
+        self, victim: Workload, w: Workload, cq: ClusterQueue
+    ) -> list[Violation]:
+        policy = cq.preemption.within_cluster_queue
+        pv, pw = victim.priority, w.priority
+        if policy == "LowerPriority" and pv < pw:
+            return []
+        newer = w.queue_order_timestamp < victim.queue_order_timestamp
+        if policy == "LowerOrNewerEqualPriority" and (pv < pw or (pv == pw and newer)):
+            return []
+        return [self._v(
+            "preemption.policy", victim,
+            f"ClusterQueue {cq.name} has withinClusterQueue {policy}, which does "
+            f"not let {w.key} (priority {pw}) preempt it (priority {pv}"
+            f"{', not newer' if policy == 'LowerOrNewerEqualPriority' else ''})",
+        )]
+
+    def _cohort(self, victim: Workload, w: Workload, cq: ClusterQueue,
+                frs: set[FlavorResource], admitted: bool) -> list[Violation]:
+        assert victim.admission is not None
+        vcq = victim.admission.cluster_queue
+        mine, theirs = self.tree.path(("cq", cq.name)), self.tree.path(("cq", vcq))
+        if mine[-1] != theirs[-1] or len(mine) == 1:
+            return [self._v(
+                "preemption.scope", victim,
+                f"in ClusterQueue {vcq}, outside the cohort tree of the "
+                f"preemptor's ClusterQueue {cq.name}",
+            )]
+        if not self.ctx.snap.is_active(vcq):
+            return [self._v(
+                "preemption.scope", victim,
+                f"in inactive ClusterQueue {vcq}, whose workloads are never "
+                "preemption candidates",
+            )]
+        out = []
+        pv, pw = victim.priority, w.priority
+        policy = cq.preemption.reclaim_within_cohort
+        if policy == "Never" or (policy == "LowerPriority" and pv >= pw):
+            out.append(self._v(
+                "preemption.policy", victim,
+                f"ClusterQueue {cq.name} has reclaimWithinCohort {policy}, which "
+                f"does not let {w.key} (priority {pw}) preempt it in ClusterQueue "
+                f"{vcq} (priority {pv})",
+            ))
+        lca = next(n for n in mine if n in theirs)
+        below = theirs[: theirs.index(lca)]
+        lenders = [n for n in below if not self._borrowing(n, frs)]
+        if lenders:
+            out.append(self._v(
+                "preemption.not-borrowing", victim,
+                f"{_name(lenders[0])} is within its quota on the flavor-resources "
+                f"{w.key} needs, so its workloads cannot be reclaimed",
+            ))
+        if admitted and self._borrows_at_end(cq, w, mine[1: mine.index(lca)]):
+            out += self._borrow_policy(victim, w, cq)
+        return out
+
+    def _borrowing(self, node: NodeId, frs: set[FlavorResource]) -> bool:
+        """Above its quota (U > S) on some fr, before the plan."""
+        root = self.tree.root_of(node)
+        for fr in frs:
+            a = self._amounts(root, fr, False)[node]
+            if a.usage > a.subtree:
+                return True
+        return False
+
+    def _borrows_at_end(
+        self, cq: ClusterQueue, w: Workload, between: list[NodeId]
+    ) -> bool:
+        """The preemptor borrows after the plan, without a lower subtree that
+        holds it (a "hierarchical advantage" ignores borrowWithinCohort)."""
+        adm = self.ctx.admitted_by_key[w.key]
+        frs = set(assignment_usage(adm.entry.pod_set_assignments))
+        root = self.tree.root_of(("cq", cq.name))
+        table = {fr: self._amounts(root, fr, True) for fr in frs}
+        own = ("cq", cq.name)
+        if all(t[own].usage <= t[own].subtree for t in table.values()):
+            return False
+        return not any(
+            all(t[b].usage <= t[b].subtree for t in table.values()) for b in between
+        )
+
+    def _borrow_policy(self, victim: Workload, w: Workload,
+                       cq: ClusterQueue) -> list[Violation]:
+        bwc = cq.preemption.borrow_within_cohort
+        pv, pw = victim.priority, w.priority
+        threshold = bwc.max_priority_threshold
+        if bwc.policy == "LowerPriority" and pv < pw and (
+            threshold is None or pv <= threshold
+        ):
+            return []
+        why = f"borrowWithinCohort policy {bwc.policy}"
+        if bwc.policy == "LowerPriority":
+            why += f", priority {pv} vs preemptor {pw}"
+            if threshold is not None:
+                why += f", maxPriorityThreshold {threshold}"
+        return [self._v(
+            "preemption.policy", victim,
+            f"preemptor {w.key} borrows in ClusterQueue {cq.name} after the "
+            f"plan, and {why} does not allow preempting it while borrowing",
+        )]
+
+
+def _name(node: NodeId) -> str:
+    return f"{'ClusterQueue' if node[0] == 'cq' else 'cohort'} {node[1]}"
+
+
+def _frs_text(frs: set[FlavorResource]) -> str:
+    if not frs:
+        return "nothing"
+    return ", ".join(f"{r} in {f}" for f, r in sorted(frs))
