@@ -1,0 +1,13 @@
+"""A loopback Kubernetes API-server emulator, driven through the official client.
+
+``Emulator(objects).start()`` serves the real REST protocol on 127.0.0.1:
+list/watch with resourceVersions, bookmarks and 410 expiry, optimistic
+concurrency, the three patch types, pods/binding, pods/eviction with PDBs,
+CRD-style Kueue and gang kinds, Leases, and injectable faults.
+"""
+
+from adapters.emulator.emulator import Emulator
+from adapters.emulator.faults import Faults
+from adapters.emulator.instances import InstanceError, load_instance_files, read_objects
+
+__all__ = ["Emulator", "Faults", "InstanceError", "load_instance_files", "read_objects"]
