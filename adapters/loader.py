@@ -128,6 +128,20 @@ def _documents(
             yield doc, first_line
 
 
+def snapshot_from_text(text: str, source: str = "<text>") -> Snapshot:
+    """Load one YAML/JSON document stream held in memory (tests, the API)."""
+    problems: list[Problem] = []
+    raws = []
+    for doc, line in _documents(source, text, problems):
+        items = doc["items"] if isinstance(doc, Mapping) and isinstance(
+            doc.get("items"), list) else [doc]
+        raws.extend(RawObject(item, source, line) for item in items)
+    objects, warnings = decode_objects(raws, problems)
+    if problems:
+        raise InstanceError(problems)
+    return build_snapshot(objects, warnings)
+
+
 def read_objects(paths: Iterable[str | Path]) -> tuple[list[RawObject], list[Problem]]:
     """Every Kubernetes object in the files, with ``List`` wrappers unwrapped."""
     problems: list[Problem] = []

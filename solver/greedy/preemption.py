@@ -1,0 +1,277 @@
+"""Kueue's classical preemption: candidates, ordering, remove-until-fit, fill back.
+
+Follows ``preemption.go: classicalPreemptions`` and ``classical/*.go``
+(kueue-semantics §5.1–5.3).  The search is order-sensitive by design; the
+result is minimal only with respect to Kueue's heuristic, which is exactly
+what a "what would Kueue do" dry run must reproduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+
+from models.cluster import ClusterQueue
+from solver.greedy.state import ClusterState, WlInfo
+from solver.quota import FR, QuotaNode, cq_id
+
+NOW = datetime.max.replace(tzinfo=UTC)
+"""A missing QuotaReserved time sorts as "now", i.e. the most recent."""
+
+
+class Variant(Enum):
+    WITHIN_CQ = 1
+    HIERARCHICAL_RECLAIM = 2
+    RECLAIM_WITHOUT_BORROWING = 3
+    RECLAIM_WHILE_BORROWING = 4
+
+    @property
+    def reason(self) -> str:
+        """The Preempted condition reason Kueue writes for this variant."""
+        if self is Variant.WITHIN_CQ:
+            return "InClusterQueue"
+        if self is Variant.RECLAIM_WHILE_BORROWING:
+            return "InCohortReclaimWhileBorrowing"
+        return "InCohortReclamation"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    info: WlInfo
+    reason: str
+
+
+@dataclass(slots=True)
+class _Candidate:
+    info: WlInfo
+    lca: QuotaNode | None
+    variant: Variant
+
+
+def satisfies_policy(preemptor: WlInfo, candidate: WlInfo, policy: str) -> bool:
+    """kueue-semantics §5.1 (``SatisfiesPreemptionPolicy``)."""
+    lower = preemptor.priority > candidate.priority
+    if policy == "LowerPriority":
+        return lower
+    if policy == "LowerOrNewerEqualPriority":
+        return lower or (
+            preemptor.priority == candidate.priority
+            and preemptor.queue_ts < candidate.queue_ts
+        )
+    return policy == "Any"
+
+
+def candidate_order(preemptor_cq: str) -> Callable[[WlInfo], tuple[object, ...]]:
+    """§5.2: evicted first, other queues first, lowest priority, newest, UID."""
+
+    def key(c: WlInfo) -> tuple[object, ...]:
+        reserved = c.obj.quota_reserved_at or NOW
+        return (not c.evicted, c.cq == preemptor_cq, c.priority,
+                -reserved.timestamp() if reserved != NOW else float("-inf"), c.uid)
+
+    return key
+
+
+def borrow_forbidden(cq: ClusterQueue) -> bool:
+    return cq.preemption.borrow_within_cohort.policy == "Never"
+
+
+class Preemptor:
+    """Target search against the live :class:`ClusterState` (restored after)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.quota = state.quota
+        self.snapshot = state.snapshot
+
+    def get_targets(
+        self,
+        wl: WlInfo,
+        usage: Mapping[FR, int],
+        frs_need: frozenset[FR],
+        tas_fits: Callable[[], bool] | None = None,
+    ) -> list[Target]:
+        cq = self.snapshot.cluster_queues[wl.cq]
+        same = self._same_queue(wl, cq, frs_need)
+        hierarchy, priority = self._cohort_candidates(wl, cq, usage, frs_need)
+        order = candidate_order(wl.cq)
+        lists = [sorted(lst, key=lambda c: order(c.info)) for lst in
+                 (hierarchy, priority, same)]
+        candidates = [c for lst in lists for c in lst if c.info.evicted] + [
+            c for lst in lists for c in lst if not c.info.evicted]
+        forbidden = borrow_forbidden(cq)
+        if not hierarchy and not priority or (
+            forbidden and not self._under_nominal(wl.cq, frs_need)
+        ):
+            attempts = [True]
+        elif forbidden and not hierarchy:
+            attempts = [False, True]
+        else:
+            attempts = [True, False]
+        for borrowing in attempts:
+            targets: list[Target] = []
+            removed: list[WlInfo] = []
+            for cand in candidates:
+                if not self._valid(wl, cand, borrowing, frs_need):
+                    continue
+                self.state.remove(cand.info)
+                removed.append(cand.info)
+                targets.append(Target(cand.info, cand.variant.reason))
+                if self._fits(wl, usage, borrowing, tas_fits):
+                    targets = self._fill_back(wl, usage, borrowing, tas_fits, targets)
+                    for t in targets:
+                        self.state.add(t.info)
+                    return targets
+            for info in reversed(removed):
+                self.state.add(info)
+        return []
+
+    # -- candidate collection ---------------------------------------------
+
+    def _classify(
+        self, wl: WlInfo, cq: ClusterQueue, cand: WlInfo, frs_need: frozenset[FR],
+        advantage: bool,
+    ) -> Variant | None:
+        if not (cand.frs & frs_need):
+            return None
+        same = cand.cq == wl.cq
+        policy = (cq.preemption.within_cluster_queue if same
+                  else cq.preemption.reclaim_within_cohort)
+        if not satisfies_policy(wl, cand, policy):
+            return None
+        if same:
+            return Variant.WITHIN_CQ
+        if advantage:
+            return Variant.HIERARCHICAL_RECLAIM
+        if borrow_forbidden(cq):
+            return Variant.RECLAIM_WITHOUT_BORROWING
+        threshold = cq.preemption.borrow_within_cohort.max_priority_threshold
+        if cand.priority >= wl.priority or (
+            threshold is not None and cand.priority > threshold
+        ):
+            return Variant.RECLAIM_WITHOUT_BORROWING
+        return Variant.RECLAIM_WHILE_BORROWING
+
+    def _from_queue(
+        self, wl: WlInfo, cq: ClusterQueue, queue: str, lca: QuotaNode | None,
+        frs_need: frozenset[FR], advantage: bool,
+    ) -> list[_Candidate]:
+        out = []
+        for info in self.state.running.get(queue, {}).values():
+            variant = self._classify(wl, cq, info, frs_need, advantage)
+            if variant is not None:
+                out.append(_Candidate(info, lca, variant))
+        return out
+
+    def _same_queue(
+        self, wl: WlInfo, cq: ClusterQueue, frs_need: frozenset[FR]
+    ) -> list[_Candidate]:
+        if cq.preemption.within_cluster_queue == "Never":
+            return []
+        return self._from_queue(wl, cq, wl.cq, None, frs_need, False)
+
+    def _fits_in(
+        self, node: QuotaNode, requests: Mapping[FR, int]
+    ) -> tuple[bool, dict[FR, int]]:
+        """Kueue's QuantitiesFitInQuota: fits here, and what is left for above."""
+        fits = True
+        remaining = {}
+        for fr, v in requests.items():
+            if node.subtree.get(fr, 0) < node.usage.get(fr, 0) + v:
+                fits = False
+            remaining[fr] = max(0, v - node.local_available(fr))
+        return fits, remaining
+
+    def _cohort_candidates(
+        self, wl: WlInfo, cq: ClusterQueue, usage: Mapping[FR, int],
+        frs_need: frozenset[FR],
+    ) -> tuple[list[_Candidate], list[_Candidate]]:
+        hierarchy: list[_Candidate] = []
+        priority: list[_Candidate] = []
+        node = self.quota.node(wl.cq)
+        if node.parent is None or cq.preemption.reclaim_within_cohort == "Never":
+            return hierarchy, priority
+        advantage, remaining = self._fits_in(node, usage)
+        previous: QuotaNode | None = None
+        current: QuotaNode | None = node.parent
+        while current is not None:
+            target = hierarchy if advantage else priority
+            self._collect(wl, cq, current, current, previous, advantage, frs_need, target)
+            fits, remaining = self._fits_in(current, remaining)
+            advantage = advantage or fits
+            previous = current
+            current = current.parent
+        return hierarchy, priority
+
+    def _collect(
+        self, wl: WlInfo, cq: ClusterQueue, cohort: QuotaNode, root: QuotaNode,
+        skip: QuotaNode | None, advantage: bool, frs_need: frozenset[FR],
+        out: list[_Candidate],
+    ) -> None:
+        children = sorted(cohort.children, key=lambda c: c.id)
+        for child in children:
+            if not child.id.startswith("co:") or child is skip:
+                continue
+            if self.quota.within_nominal(child, frs_need):
+                continue
+            self._collect(wl, cq, child, root, skip, advantage, frs_need, out)
+        for child in children:
+            if not child.id.startswith("cq:") or child.id == cq_id(wl.cq):
+                continue
+            name = child.id[3:]
+            if not self.snapshot.is_active(name):
+                continue  # inactive queues are absent from Kueue's snapshot
+            if not self.quota.within_nominal(child, frs_need):
+                out.extend(self._from_queue(wl, cq, name, root, frs_need, advantage))
+
+    # -- search --------------------------------------------------------------
+
+    def _under_nominal(self, cq: str, frs_need: frozenset[FR]) -> bool:
+        node = self.quota.node(cq)
+        return all(node.nominal.get(fr, 0) > node.usage.get(fr, 0) for fr in frs_need)
+
+    def _valid(
+        self, wl: WlInfo, cand: _Candidate, borrowing: bool, frs_need: frozenset[FR]
+    ) -> bool:
+        if cand.info.cq == wl.cq:
+            return True
+        if borrowing and cand.variant is Variant.RECLAIM_WITHOUT_BORROWING:
+            return False
+        node: QuotaNode | None = self.quota.node(cand.info.cq)
+        if node is not None and self.quota.within_nominal(node, frs_need):
+            return False
+        node = node.parent if node is not None else None
+        while node is not None and node is not cand.lca:
+            if self.quota.within_nominal(node, frs_need):
+                return False
+            node = node.parent
+        return True
+
+    def _fits(
+        self, wl: WlInfo, usage: Mapping[FR, int], borrowing: bool,
+        tas_fits: Callable[[], bool] | None,
+    ) -> bool:
+        for fr, v in usage.items():
+            if not borrowing and self.quota.borrowing_with(wl.cq, fr, v):
+                return False
+            if v > self.quota.available(wl.cq, fr):
+                return False
+        return tas_fits is None or tas_fits()
+
+    def _fill_back(
+        self, wl: WlInfo, usage: Mapping[FR, int], borrowing: bool,
+        tas_fits: Callable[[], bool] | None, targets: list[Target],
+    ) -> list[Target]:
+        """Add back all but the last target while the preemptor still fits."""
+        i = len(targets) - 2
+        while i >= 0:
+            self.state.add(targets[i].info)
+            if self._fits(wl, usage, borrowing, tas_fits):
+                targets[i] = targets[-1]
+                targets.pop()
+            else:
+                self.state.remove(targets[i].info)
+            i -= 1
+        return targets

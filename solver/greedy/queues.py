@@ -1,0 +1,96 @@
+"""Per-ClusterQueue pending queues (kueue-semantics §3.1).
+
+An active heap ordered by (sticky preemptor, priority, queue-order time,
+UID) and a set of parked ("inadmissible") workloads.  StrictFIFO retries
+the same head; BestEffortFIFO parks a failed head until its cohort tree is
+notified that capacity was released.
+"""
+
+from __future__ import annotations
+
+import heapq
+from enum import Enum
+
+from models.cluster import ClusterQueue
+from solver.greedy.state import WlInfo
+
+
+class Requeue(Enum):
+    NO_FIT = "NoFit"
+    NO_CANDIDATES = "PreemptionNoCandidates"
+    FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+    PENDING_PREEMPTION = "PendingPreemption"
+    NAMESPACE_MISMATCH = "NamespaceMismatch"
+    INADMISSIBLE = "Inadmissible"
+
+
+IMMEDIATE = {Requeue.FAILED_AFTER_NOMINATION, Requeue.PENDING_PREEMPTION}
+
+
+def queue_key(info: WlInfo) -> tuple[int, float, str, str]:
+    return (-info.priority, info.queue_ts.timestamp(), info.uid, info.key)
+
+
+class PendingQueue:
+    """One ClusterQueue's pending workloads."""
+
+    def __init__(self, cq: ClusterQueue) -> None:
+        self.cq = cq
+        self.strict = cq.queueing_strategy == "StrictFIFO"
+        self._heap: list[tuple[tuple[int, float, str, str], WlInfo]] = []
+        self.active: dict[str, WlInfo] = {}
+        self.parked: dict[str, WlInfo] = {}
+        self.sticky: str | None = None
+
+    def push(self, info: WlInfo) -> None:
+        if info.key in self.active:
+            return
+        self.parked.pop(info.key, None)
+        self.active[info.key] = info
+        heapq.heappush(self._heap, (queue_key(info), info))
+
+    def pop(self) -> WlInfo | None:
+        """The head: the sticky preemptor first (BestEffortFIFO), else the heap top."""
+        if self.sticky is not None and not self.strict and self.sticky in self.active:
+            info = self.active.pop(self.sticky)
+            return info
+        while self._heap:
+            _, info = heapq.heappop(self._heap)
+            if self.active.get(info.key) is info:
+                del self.active[info.key]
+                return info
+        return None
+
+    def requeue(self, info: WlInfo, reason: Requeue) -> bool:
+        """Put a failed head back; returns True when it was parked."""
+        if reason is Requeue.PENDING_PREEMPTION:
+            self.sticky = info.key if not self.strict else None
+        immediate = reason in IMMEDIATE or (
+            self.strict and reason is not Requeue.NAMESPACE_MISMATCH
+        )
+        if immediate:
+            self.push(info)
+            return False
+        self.parked[info.key] = info
+        return True
+
+    def retry_parked(self) -> int:
+        moved = list(self.parked.values())
+        for info in moved:
+            self.push(info)
+        return len(moved)
+
+    def forget(self, key: str) -> None:
+        self.active.pop(key, None)
+        self.parked.pop(key, None)
+        if self.sticky == key:
+            self.sticky = None
+
+    def head_key(self) -> str | None:
+        """Peek without popping (used for StrictFIFO pending reasons)."""
+        if self.sticky is not None and not self.strict and self.sticky in self.active:
+            return self.sticky
+        for _, info in sorted(self._heap, key=lambda x: x[0]):
+            if self.active.get(info.key) is info:
+                return info.key
+        return None

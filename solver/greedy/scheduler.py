@@ -1,0 +1,346 @@
+"""Kueue's scheduling cycle (kueue-semantics §3), run until quiescence.
+
+Algorithm overview (``scheduler.go: schedule``), per cycle:
+  1. heads: pop one workload from every active ClusterQueue;
+  2. nominate: flavor assignment (+ partial admission, + preemption
+     targets) of every head against the same state;
+  3. order: not borrowing first, then borrowing level, priority, time;
+  4. process in that order against the mutating state (fit re-check,
+     overlapping victims, reservations), admitting or issuing preemptions;
+  5. requeue the rest; at the end of the cycle evictions complete, which
+     notifies the victims' cohort trees so parked workloads are retried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from models.snapshot import Snapshot
+from models.workload import PodSetAssignment
+from solver.greedy.flavors import Assignment, FlavorAssigner
+from solver.greedy.modes import Mode, PreemptionMode
+from solver.greedy.preemption import Preemptor, Target
+from solver.greedy.queues import PendingQueue, Requeue
+from solver.greedy.state import ClusterState, TasUsage, WlInfo, admission_frs
+from solver.quota import FR
+
+
+class Status(Enum):
+    NOMINATED = "nominated"
+    SKIPPED = "skipped"
+    ASSUMED = "assumed"
+    PREEMPTING = "preempting"
+    FAILED = "failed"
+
+
+@dataclass(slots=True, eq=False)
+class Entry:
+    info: WlInfo
+    assignment: Assignment
+    targets: list[Target]
+    status: Status = Status.NOMINATED
+    requeue: Requeue = Requeue.NO_FIT
+    message: str = ""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the run decided, by workload key."""
+
+    admitted: dict[str, tuple[str, tuple[PodSetAssignment, ...]]] = field(
+        default_factory=dict)
+    preempted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """victim -> (preemptor, reason)."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    cycles: int = 0
+
+
+class GreedyScheduler:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.state = ClusterState(snapshot)
+        self.preemptor = Preemptor(self.state)
+        self.queues: dict[str, PendingQueue] = {}
+        self.outcome = Outcome()
+        self._temp: list[tuple[str, dict[FR, int], list[TasUsage]]] = []
+        for name, cq in sorted(snapshot.cluster_queues.items()):
+            if snapshot.is_active(name):
+                self.queues[name] = PendingQueue(cq)
+        for w in snapshot.pending:
+            cq_name = snapshot.cluster_queue_of(w)
+            reason = snapshot.blocked_reason(w)
+            if cq_name in self.queues and (
+                reason is None or reason.startswith(("namespace", "pod set"))
+            ):
+                self.queues[cq_name].push(WlInfo(obj=w, cq=cq_name))
+            else:
+                self.outcome.reasons[w.key] = reason or "not queued"
+
+    # -- run -------------------------------------------------------------------
+
+    def run(self, max_cycles: int | None = None) -> Outcome:
+        limit = max_cycles if max_cycles is not None else 1_000_000
+        while self.outcome.cycles < limit:
+            self.outcome.cycles += 1
+            if not self.cycle():
+                break
+        self._explain_unattempted()
+        return self.outcome
+
+    def cycle(self) -> bool:
+        """One scheduling cycle; False when nothing changed (quiescence)."""
+        heads = [(q, h) for q in self.queues.values() if (h := q.pop()) is not None]
+        if not heads:
+            return False
+        entries: list[Entry] = []
+        progress = False
+        for queue, info in heads:
+            blocked = self.snapshot.blocked_reason(info.obj)
+            if blocked is not None:
+                self.outcome.reasons[info.key] = blocked
+                reason = (Requeue.NAMESPACE_MISMATCH if blocked.startswith("namespace")
+                          else Requeue.NO_FIT)
+                progress |= queue.requeue(info, reason)
+                continue
+            assignment, targets = self.get_assignments(info)
+            entries.append(Entry(info, assignment, targets))
+        entries.sort(key=lambda e: (e.assignment.borrowing, -e.info.priority,
+                                    e.info.queue_ts.timestamp(), e.info.cq, e.info.uid))
+        preempted: dict[str, WlInfo] = {}
+        for e in entries:
+            progress |= self.process(e, preempted)
+        for e in entries:
+            if e.status not in (Status.ASSUMED,):
+                self.outcome.reasons[e.info.key] = e.message or "pending"
+                progress |= self.queues[e.info.cq].requeue(e.info, e.requeue)
+        self._end_cycle(preempted)
+        return progress
+
+    def _end_cycle(self, victims: dict[str, WlInfo]) -> None:
+        """Drop snapshot-only usage; evictions complete; notify their trees."""
+        for cq, usage, tas in reversed(self._temp):
+            self.state.remove_usage(cq, usage, tas)
+        self._temp.clear()
+        roots = set()
+        for info in victims.values():
+            self.state.remove(info)
+            roots.add(self.state.quota.root(info.cq).id)
+        for name, queue in self.queues.items():
+            if self.state.quota.root(name).id in roots:
+                queue.retry_parked()
+
+    # -- nomination --------------------------------------------------------------
+
+    def _oracle(self, wl: WlInfo, fr: FR, val: int) -> tuple[PreemptionMode, int]:
+        targets = self.preemptor.get_targets(wl, {fr: val}, frozenset({fr}))
+        quota = self.state.quota
+        if not targets:
+            return PreemptionMode.NO_CANDIDATES, quota.lowest_fitting_subtree(
+                wl.cq, fr, val)[0]
+        undo = self.state.simulate_removal(t.info for t in targets)
+        borrow = quota.lowest_fitting_subtree(wl.cq, fr, val)[0]
+        undo()
+        if any(t.info.cq == wl.cq for t in targets):
+            return PreemptionMode.PREEMPT, borrow
+        return PreemptionMode.RECLAIM, borrow
+
+    def assigner(
+        self, info: WlInfo, pinned: dict[str, dict[str, str]] | None = None
+    ) -> FlavorAssigner:
+        return FlavorAssigner(info, self.snapshot, self.state, self._oracle, pinned)
+
+    def _targets(self, fa: FlavorAssigner, asg: Assignment) -> list[Target]:
+        requests = fa.tas_requests(asg)
+
+        def tas_fits() -> bool:
+            return fa.find_topology(requests).assignments is not None
+
+        return self.preemptor.get_targets(
+            fa.wl, asg.quota_usage(), asg.frs_need_preemption(),
+            tas_fits if requests else None)
+
+    def get_assignments(
+        self, info: WlInfo, pinned: dict[str, dict[str, str]] | None = None
+    ) -> tuple[Assignment, list[Target]]:
+        fa = self.assigner(info, pinned)
+        asg, targets = self._initial(fa)
+        if asg.mode() is Mode.PREEMPT and (
+            any(ps.topology.requests_tas for ps in info.obj.pod_sets) or fa.tas_only
+        ):
+            requests = fa.tas_requests(asg)
+            if targets:
+                undo = self.state.simulate_removal(t.info for t in targets)
+                result = fa.find_topology(requests)
+                undo()
+            else:
+                result = fa.find_topology(requests, empty=True)
+            fa.apply_topology(asg, result)
+        return asg, targets
+
+    def _initial(self, fa: FlavorAssigner) -> tuple[Assignment, list[Target]]:
+        full = fa.assign()
+        mode = full.mode()
+        if mode is Mode.FIT:
+            return full, []
+        if mode is Mode.PREEMPT:
+            targets = self._targets(fa, full)
+            if targets:
+                return full, targets
+        pod_sets = fa.wl.obj.pod_sets
+        deltas = [p.count - (p.min_count or p.count) for p in pod_sets]
+        total = sum(deltas)
+        if total == 0:
+            return full, []
+        found: dict[int, tuple[Assignment, list[Target]]] = {}
+
+        def ok(i: int) -> bool:
+            counts = [p.count - (d * i) // total for p, d in zip(pod_sets, deltas,
+                                                                strict=True)]
+            asg = fa.assign(counts)
+            m = asg.mode()
+            if m is Mode.FIT:
+                found[i] = (asg, [])
+                return True
+            if m is Mode.PREEMPT:
+                t = self._targets(fa, asg)
+                if t:
+                    found[i] = (asg, t)
+                    return True
+            return False
+
+        lo, hi = 0, total + 1
+        last_good = 0
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                last_good = mid
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo == last_good and lo in found:
+            return found[lo]
+        return full, []
+
+    # -- processing ----------------------------------------------------------------
+
+    def _fits(self, e: Entry, preempted: dict[str, WlInfo]) -> tuple[bool, bool]:
+        """(quota fits, TAS fits) with earlier victims and own targets removed."""
+        victims = {**preempted, **{t.info.key: t.info for t in e.targets}}
+        undo = self.state.simulate_removal(victims.values())
+        try:
+            quota = self.state.quota
+            for fr, v in e.assignment.quota_usage().items():
+                if quota.available(e.info.cq, fr) < v:
+                    return False, True
+            for t in e.assignment.tas_usage:
+                if not self.state.tas.fits(t.flavor, t.assignment, t.per_pod):
+                    return True, False
+            return True, True
+        finally:
+            undo()
+
+    def process(self, e: Entry, preempted: dict[str, WlInfo]) -> bool:
+        quota_ok, tas_ok = self._fits(e, preempted)
+        overlap = any(t.info.key in preempted for t in e.targets)
+        if overlap or (quota_ok and not tas_ok):
+            pinned = {ps.name: {r: p.flavor for r, p in ps.flavors.items()}
+                      for ps in e.assignment.pod_sets}
+            undo = self.state.simulate_removal(preempted.values()) if overlap else None
+            e.assignment, e.targets = self.get_assignments(e.info, pinned)
+            if undo is not None:
+                undo()
+                if e.assignment.mode() is Mode.FIT:
+                    e.assignment.forced = Mode.DEFERRED_FIT
+            quota_ok, tas_ok = self._fits(e, preempted)
+        mode = e.assignment.mode()
+        cq = self.snapshot.cluster_queues[e.info.cq]
+        if mode is Mode.NO_FIT:
+            e.message = e.assignment.message() or "no flavor fits"
+            return False
+        if mode is Mode.PREEMPT and not e.targets:
+            e.requeue = Requeue.NO_CANDIDATES
+            e.message = (e.assignment.message() or "waiting for quota") + (
+                "; no preemption candidates")
+            if cq.preemption.reclaim_within_cohort != "Any":
+                self._reserve(e)
+            return False
+        if mode is Mode.DEFERRED_FIT:
+            e.requeue = Requeue.PENDING_PREEMPTION
+            e.message = ("overlapping preemption targets with another workload; "
+                         "fits after those preemptions complete")
+            self._temp_usage(e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage)
+            return False
+        if any(t.info.key in preempted for t in e.targets):
+            e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
+            e.message = "Workload has overlapping preemption targets with another workload"
+            return False
+        if not (quota_ok and tas_ok):
+            e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
+            e.message = "Workload no longer fits after processing another workload"
+            return False
+        for t in e.targets:
+            preempted[t.info.key] = t.info
+        if mode is Mode.PREEMPT:
+            self._temp_usage(e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage)
+            e.status, e.requeue = Status.PREEMPTING, Requeue.PENDING_PREEMPTION
+            names = ", ".join(sorted(t.info.key for t in e.targets))
+            e.message = f"waiting for the preemption of {names}"
+            for t in e.targets:
+                self.outcome.preempted[t.info.key] = (e.info.key, t.reason)
+            return True
+        self._admit(e)
+        return True
+
+    def _temp_usage(self, cq: str, usage: dict[FR, int], tas: list[TasUsage]) -> None:
+        self.state.add_usage(cq, usage, tas)
+        self._temp.append((cq, usage, list(tas)))
+
+    def _reserve(self, e: Entry) -> None:
+        """§3.5: a preempting entry without candidates holds capacity this cycle."""
+        quota = self.state.quota
+        node = quota.node(e.info.cq)
+        reserve = {}
+        for fr, u in e.assignment.quota_usage().items():
+            nominal, used = node.nominal.get(fr, 0), node.usage.get(fr, 0)
+            if e.assignment.borrowing > 0:
+                limit = node.borrowing_limit.get(fr)
+                reserve[fr] = u if limit is None else min(u, nominal + limit - used)
+            else:
+                reserve[fr] = max(0, min(u, nominal - used))
+        reserve = {fr: v for fr, v in reserve.items() if v > 0}
+        self._temp_usage(e.info.cq, reserve, e.assignment.tas_usage)
+
+    def _admit(self, e: Entry) -> None:
+        e.status = Status.ASSUMED
+        psas = tuple(
+            PodSetAssignment(
+                name=d.name,
+                flavors={r: p.flavor for r, p in sorted(d.flavors.items())},
+                resource_usage={r: d.requests.get(r, 0) for r in sorted(d.flavors)},
+                count=d.count,
+                topology_assignment=d.topology,
+            )
+            for d in e.assignment.pod_sets
+        )
+        info = WlInfo(obj=e.info.obj, cq=e.info.cq, usage=e.assignment.quota_usage(),
+                      frs=admission_frs(psas), tas=list(e.assignment.tas_usage))
+        self.state.add(info)
+        queue = self.queues[e.info.cq]
+        if queue.sticky == e.info.key:
+            queue.sticky = None
+        self.outcome.admitted[e.info.key] = (e.info.cq, psas)
+        self.outcome.reasons.pop(e.info.key, None)
+
+    def _explain_unattempted(self) -> None:
+        for name, queue in self.queues.items():
+            head = queue.head_key()
+            for key in list(queue.active) + list(queue.parked):
+                if key in self.outcome.reasons:
+                    continue
+                if queue.strict and head is not None and key != head:
+                    self.outcome.reasons[key] = (
+                        f"waiting behind {head} in StrictFIFO ClusterQueue {name}")
+                else:
+                    self.outcome.reasons[key] = (
+                        f"not yet considered in ClusterQueue {name} (cycle limit)")

@@ -1,0 +1,134 @@
+"""Mutable cluster state of a greedy run: quota usage, TAS usage, running set.
+
+Kept incrementally (a workload is added or removed in O(tree depth +
+domains)), never rebuilt per cycle; what-if operations return their own
+undo, as Kueue's ``Snapshot.SimulateWorkloadRemoval`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from models.snapshot import Snapshot
+from models.workload import PodSetAssignment, TopologyAssignment, Workload
+from solver.quota import FR, QuotaTree
+from solver.tas import TasState
+
+
+@dataclass(slots=True)
+class TasUsage:
+    flavor: str
+    assignment: TopologyAssignment
+    per_pod: dict[str, int]
+
+
+@dataclass(slots=True, eq=False)
+class WlInfo:
+    """A workload as the greedy sees it (pending or quota-holding)."""
+
+    obj: Workload
+    cq: str
+    usage: dict[FR, int] = field(default_factory=dict)
+    frs: frozenset[FR] = frozenset()
+    tas: list[TasUsage] = field(default_factory=list)
+    evicted: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.obj.key
+
+    @property
+    def priority(self) -> int:
+        return self.obj.priority
+
+    @property
+    def queue_ts(self) -> datetime:
+        return self.obj.queue_order_timestamp
+
+    @property
+    def uid(self) -> str:
+        return self.obj.uid or self.obj.key
+
+
+def admission_frs(psas: Iterable[PodSetAssignment]) -> frozenset[FR]:
+    """Flavor-resources named by an admission (Kueue's WorkloadUsesResources)."""
+    return frozenset((f, r) for p in psas for r, f in p.flavors.items())
+
+
+def running_info(snapshot: Snapshot, w: Workload) -> WlInfo:
+    assert w.admission is not None
+    tas: list[TasUsage] = []
+    for psa in w.admission.pod_set_assignments:
+        if psa.topology_assignment is None or psa.count <= 0:
+            continue
+        flavor = next(
+            (f for f in psa.flavors.values()
+             if f in snapshot.flavors and snapshot.flavors[f].is_tas),
+            None,
+        )
+        if flavor is None:
+            continue
+        per_pod = {r: v // psa.count for r, v in psa.resource_usage.items() if r != "pods"}
+        tas.append(TasUsage(flavor, psa.topology_assignment, per_pod))
+    return WlInfo(
+        obj=w,
+        cq=w.admission.cluster_queue,
+        usage=w.usage(),
+        frs=admission_frs(w.admission.pod_set_assignments),
+        tas=tas,
+        evicted=w.evicted,
+    )
+
+
+class ClusterState:
+    """Quota tree + TAS capacity + which workloads hold quota in which queue."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.quota = QuotaTree(snapshot)
+        self.tas = TasState.build(snapshot)
+        self.running: dict[str, dict[str, WlInfo]] = {
+            name: {} for name in snapshot.cluster_queues
+        }
+        for w in snapshot.running:
+            info = running_info(snapshot, w)
+            self.running[info.cq][info.key] = info
+
+    def add(self, info: WlInfo, tas_too: bool = True) -> None:
+        self.quota.add_usage(info.cq, info.usage)
+        if tas_too:
+            for t in info.tas:
+                self.tas.add_usage(t.flavor, t.assignment, t.per_pod)
+        self.running[info.cq][info.key] = info
+
+    def remove(self, info: WlInfo) -> None:
+        self.quota.remove_usage(info.cq, info.usage)
+        for t in info.tas:
+            self.tas.remove_usage(t.flavor, t.assignment, t.per_pod)
+        self.running[info.cq].pop(info.key, None)
+
+    def simulate_removal(self, infos: Iterable[WlInfo]) -> Callable[[], None]:
+        removed = [i for i in infos if i.key in self.running.get(i.cq, {})]
+        for i in removed:
+            self.remove(i)
+
+        def undo() -> None:
+            for i in reversed(removed):
+                self.add(i)
+
+        return undo
+
+    def add_usage(self, cq: str, usage: Mapping[FR, int], tas: Iterable[TasUsage]) -> None:
+        """Snapshot-only usage (reservations, preemptors waiting for victims)."""
+        self.quota.add_usage(cq, usage)
+        for t in tas:
+            self.tas.add_usage(t.flavor, t.assignment, t.per_pod)
+
+    def remove_usage(
+        self, cq: str, usage: Mapping[FR, int], tas: Iterable[TasUsage]
+    ) -> None:
+        self.quota.remove_usage(cq, usage)
+        for t in tas:
+            self.tas.remove_usage(t.flavor, t.assignment, t.per_pod)

@@ -1,0 +1,102 @@
+"""The greedy reproduces Kueue's own decisions on ../shared/kueue-cases.
+
+Each case runs ``--cycles`` (normally 1) Kueue scheduling cycles and is
+compared as its ``compare`` field says (see kueue-cases/README.md).  Every
+plan also goes through the independent validator.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from adapters.loader import load_snapshot
+from models.plan import Plan
+from solver.greedy import solve_greedy
+
+CASES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-cases"
+XFAIL: dict[str, str] = {
+    "preemption/only-preempt-workloads-using-the-chosen-flavor": (
+        "Kueue's unit test hands GetTargets a fixed assignment (memory: beta); a "
+        "full cycle finds both alpha and beta need preemption at borrowing level 0, "
+        "keeps the earlier flavor alpha (fungibility tie rule) and preempts 'low'"
+    ),
+}
+
+
+def case_dirs() -> list[Path]:
+    return sorted(p.parent for p in CASES.glob("*/*/expected.yaml"))
+
+
+def _domains(ta: Any) -> tuple[tuple[str, ...], frozenset[tuple[tuple[str, ...], int]]]:
+    if ta is None:
+        return (), frozenset()
+    if isinstance(ta, dict):
+        return tuple(ta["levels"]), frozenset(
+            (tuple(d["values"]), d["count"]) for d in ta["domains"])
+    return tuple(ta.levels), frozenset((d.values, d.count) for d in ta.domains)
+
+
+def compare(expected: dict[str, Any], plan: Plan) -> list[str]:
+    """Differences between Kueue's expectation and the plan, in words."""
+    diffs: list[str] = []
+    mode = expected["compare"]
+    admitted = {a.workload: a for a in plan.admissions}
+    preempted = {p.workload for p in plan.preemptions}
+    want_admitted: dict[str, Any] = expected.get("admitted") or {}
+    if mode in ("cycle", "topology", "flavors"):
+        if set(admitted) != set(want_admitted):
+            diffs.append(f"admitted {sorted(admitted)} != {sorted(want_admitted)}")
+        for key, want in want_admitted.items():
+            got = admitted.get(key)
+            if got is None:
+                continue
+            if want.get("clusterQueue") and want["clusterQueue"] != got.cluster_queue:
+                diffs.append(f"{key}: clusterQueue {got.cluster_queue}")
+            by_name = {p.name: p for p in got.pod_set_assignments}
+            for wps in want.get("podSetAssignments") or []:
+                gps = by_name.get(wps["name"])
+                if gps is None:
+                    diffs.append(f"{key}/{wps['name']}: missing pod set")
+                    continue
+                if "count" in wps and wps["count"] != gps.count:
+                    diffs.append(f"{key}/{gps.name}: count {gps.count} != {wps['count']}")
+                if "flavors" in wps and mode != "topology" and dict(
+                        wps["flavors"]) != gps.flavors:
+                    diffs.append(f"{key}/{gps.name}: flavors {gps.flavors} != "
+                                 f"{wps['flavors']}")
+                if mode != "flavors" and "topologyAssignment" in wps and _domains(
+                        wps["topologyAssignment"]) != _domains(gps.topology_assignment):
+                    diffs.append(f"{key}/{gps.name}: topology "
+                                 f"{_domains(gps.topology_assignment)} != "
+                                 f"{_domains(wps['topologyAssignment'])}")
+    if mode in ("cycle", "preemption"):
+        want_pre = set(expected.get("preempted") or [])
+        if preempted != want_pre:
+            diffs.append(f"preempted {sorted(preempted)} != {sorted(want_pre)}")
+    if mode == "preemption" and expected.get("preempted"):
+        # Kueue's unit test forced the preemption path; in a real cycle a
+        # workload that needs no victims may simply fit, so "stays pending"
+        # is only asserted when victims are expected.
+        for key in expected.get("pending") or []:
+            if key in admitted:
+                diffs.append(f"{key} admitted but Kueue keeps it pending")
+    return diffs
+
+
+@pytest.mark.parametrize("case", case_dirs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_kueue_case(case: Path) -> None:
+    """One Kueue unit-test table entry: same admissions, flavors, placements, victims."""
+    case_id = f"{case.parent.name}/{case.name}"
+    if case_id in XFAIL:
+        pytest.xfail(XFAIL[case_id])
+    expected = yaml.safe_load((case / "expected.yaml").read_text())
+    snap = load_snapshot([case / "instance.yaml"])
+    plan = solve_greedy(snap, cycles=expected.get("cycles", 1))
+    diffs = compare(expected, plan)
+    assert not diffs, "\n".join(diffs)
+    assert plan == solve_greedy(snap, cycles=expected.get("cycles", 1)).model_copy(
+        update={"solver": plan.solver}), "the greedy is not deterministic"
