@@ -9,6 +9,8 @@ the reasons Kueue itself skips a flavor.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from models.cluster import ClusterQueue, ResourceFlavor
 from models.scheduling import untolerated
 from models.validate.context import Admitted, Context, Violation
@@ -171,11 +173,26 @@ def _levels(ctx: Context, adm: Admitted, ps: PodSet, flavor: str) -> list[Violat
     asked = [x for x in (req.required, req.preferred) if x]
     asked += [layer.level for layer in req.slices]
     missing = [x for x in asked if x not in topo.levels]
-    if not missing:
-        return []
-    return [Violation(
-        "eligibility.topology-levels", adm.key,
-        f"pod set {ps.name} requests topology level {', '.join(missing)} but "
-        f"Topology {topo.name} of flavor {flavor} has levels "
-        f"{', '.join(topo.levels)}",
-    )]
+    if missing:
+        return [Violation(
+            "eligibility.topology-levels", adm.key,
+            f"pod set {ps.name} requests topology level {', '.join(missing)} but "
+            f"Topology {topo.name} of flavor {flavor} has levels "
+            f"{', '.join(topo.levels)}",
+        )]
+    # Kueue places slices inside the requested domain and inner slice layers
+    # inside outer ones; anything else cannot be placed (§6.2).
+    depth = topo.levels.index
+    outer = req.required or req.preferred
+    chain = ([outer] if outer else []) + [layer.level for layer in req.slices]
+    for i, (above, below) in enumerate(pairwise(chain)):
+        # The first slice layer may sit at the requested level itself;
+        # inner layers must be strictly deeper than the one around them.
+        strict = i > 0 or not outer
+        if depth(below) < depth(above) or (strict and depth(below) == depth(above)):
+            return [Violation(
+                "eligibility.topology-levels", adm.key,
+                f"pod set {ps.name}: slice level {below} is not below "
+                f"{above} in Topology {topo.name}, so its slices cannot be placed",
+            )]
+    return []
