@@ -1,0 +1,50 @@
+"""Seeded synthetic instances: ``placewise generate`` and the benchmark families.
+
+Public API::
+
+    from adapters.generate import GeneratorConfig, generate, write, family
+
+    config = family("fragmented")                 # or GeneratorConfig.from_file(path)
+    objects = generate(config, seed=1)            # list of Kubernetes objects (dicts)
+    write(objects, "instance.yaml")               # or fmt="json" for a kubectl List
+
+``register(subparsers)`` / ``run(args)`` plug the ``generate`` subcommand into
+the ``placewise`` CLI.  The package is pure Python + numpy (and PyYAML for
+writing); it imports nothing from the solver.
+"""
+
+from __future__ import annotations
+
+from adapters.generate.cli import register as register
+from adapters.generate.cli import run as run
+from adapters.generate.config import ConfigError as ConfigError
+from adapters.generate.config import GeneratorConfig as GeneratorConfig
+from adapters.generate.config import NodeType as NodeType
+from adapters.generate.config import PodShape as PodShape
+from adapters.generate.config import PriorityClassSpec as PriorityClassSpec
+from adapters.generate.config import QueueConfig as QueueConfig
+from adapters.generate.config import WorkloadClass as WorkloadClass
+from adapters.generate.core import generate as generate
+from adapters.generate.core import summary as summary
+from adapters.generate.families import FAMILIES as FAMILIES
+from adapters.generate.families import family as family
+from adapters.generate.io import dumps as dumps
+from adapters.generate.io import write as write
+
+__all__ = [
+    "FAMILIES",
+    "ConfigError",
+    "GeneratorConfig",
+    "NodeType",
+    "PodShape",
+    "PriorityClassSpec",
+    "QueueConfig",
+    "WorkloadClass",
+    "dumps",
+    "family",
+    "generate",
+    "register",
+    "run",
+    "summary",
+    "write",
+]

@@ -1,0 +1,669 @@
+"""Named benchmark families: the presets behind ``placewise generate --family``.
+
+These values are the source of truth; ``benchmarks/configs/<name>.yaml``
+holds each one written out in full by :func:`export` (a test keeps the two
+in step).  The families and their intent are described in
+``benchmarks/configs/README.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from adapters.generate.config import (
+    GeneratorConfig,
+    NodeType,
+    PodShape,
+    QueueConfig,
+    WorkloadClass,
+)
+
+HEADER = (
+    "# placewise generator config, family {name!r}.\n"
+    "# Written by adapters.generate.families.export(); edit the preset in\n"
+    "# adapters/generate/families.py and re-export, so the two stay equal.\n"
+    "# Use: placewise generate --config {name}.yaml --seed 1 -o instance.yaml\n"
+)
+
+
+def h100(fraction: float = 1.0) -> NodeType:
+    """GCP a3-highgpu-8g: 8 H100 80GB, 208 vCPU, 1872 GiB."""
+    return NodeType(
+        name="h100",
+        flavor="h100",
+        fraction=fraction,
+        gpus=8,
+        cpu="208",
+        memory="1872Gi",
+        labels={
+            "node.kubernetes.io/instance-type": "a3-highgpu-8g",
+            "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        },
+    )
+
+
+def a100(fraction: float = 1.0) -> NodeType:
+    """GCP a2-ultragpu-8g: 8 A100 80GB, 96 vCPU, 1360 GiB — CPU-poorer than H100."""
+    return NodeType(
+        name="a100",
+        flavor="a100",
+        fraction=fraction,
+        gpus=8,
+        cpu="96",
+        memory="1360Gi",
+        labels={
+            "node.kubernetes.io/instance-type": "a2-ultragpu-8g",
+            "cloud.google.com/gke-accelerator": "nvidia-a100-80gb",
+            "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+        },
+    )
+
+
+FRAGMENTING_PODS = (
+    PodShape("inference", "inference", 4.0, 1, "12", "96Gi"),
+    PodShape("inference-large", "inference", 2.0, 2, "24", "192Gi"),
+    PodShape("inference-xl", "inference", 2.0, 3, "40", "300Gi"),
+    PodShape("notebook", "notebooks", 1.0, 1, "8", "64Gi"),
+    PodShape("etl", "data", 1.5, 0, "48", "256Gi"),
+)
+"""Plain pods of odd GPU counts and CPU-only ETL that leave awkward holes."""
+
+
+def default() -> GeneratorConfig:
+    return GeneratorConfig()
+
+
+def fragmented(nodes: int | None = None, pending: int = 100) -> GeneratorConfig:
+    """Partially used hosts and gangs that do not divide 8 GPUs evenly."""
+    return GeneratorConfig(
+        name="fragmented" if nodes is None else f"scale-{nodes}",
+        description=(
+            "Fragmented TAS GPU cluster: 256 H100 hosts about 55% used by odd-sized "
+            "plain "
+            "pods and admitted gangs; ~100 pending single pods and gangs whose sizes "
+            "do not "
+            "divide 8 GPUs, some CPU-heavy; unequal team quotas so quota binds for "
+            "some "
+            "teams and hosts for others.  The CP-SAT target family (256 hosts / 100 "
+            "pending)."
+            if nodes is None
+            else f"Scale sweep point: the fragmented family at {nodes} hosts and "
+            f"{pending} pending workloads."
+        ),
+        blocks=2,
+        racks_per_block=8,
+        hosts_per_rack=16,
+        nodes=nodes,
+        node_types=(h100(),),
+        unschedulable_fraction=0.01,
+        tainted_fraction=0.01,
+        queues=QueueConfig(
+            cluster_queues=4 if nodes is None or nodes < 3000 else 8,
+            cohorts=1,
+            quota_scale=0.9,
+            cpu_memory_quota_scale=1.5,
+            share_concentration=2.0,
+            borrowing_limit_fraction=0.5,
+        ),
+        running_fill=0.55,
+        running_workload_share=0.35,
+        running_pod_shapes=FRAGMENTING_PODS,
+        running_classes=(
+            WorkloadClass(
+                "train",
+                weight=2,
+                pod_counts=(2, 3, 4),
+                gpus_per_pod=(2, 3, 4),
+                topology="required",
+                level="rack",
+                priority_classes={"low": 1, "normal": 2},
+            ),
+            WorkloadClass(
+                "dev",
+                weight=3,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 3),
+                topology="unconstrained",
+                priority_classes={"low": 1},
+            ),
+        ),
+        pending=pending,
+        classes=(
+            WorkloadClass(
+                "single",
+                weight=3,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 3, 5),
+                gpus_per_pod_weights=(2, 3, 2),
+                topology="unconstrained",
+                priority_classes={"low": 1, "normal": 2},
+            ),
+            WorkloadClass(
+                "cpu-heavy",
+                weight=1,
+                pod_counts=(1, 2),
+                gpus_per_pod=(1, 2),
+                cpu_per_gpu="56",
+                memory_per_gpu="256Gi",
+                topology="unconstrained",
+                priority_classes={"normal": 1},
+            ),
+            WorkloadClass(
+                "gang-rack",
+                weight=3,
+                pod_counts=(3, 5, 6),
+                gpus_per_pod=(2, 3, 5),
+                gpus_per_pod_weights=(2, 3, 1),
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 3, "high": 1},
+            ),
+            WorkloadClass(
+                "gang-block",
+                weight=2,
+                pod_counts=(6, 10, 12),
+                gpus_per_pod=(3, 4, 6),
+                topology="preferred",
+                level="block",
+                priority_classes={"normal": 2, "high": 1},
+            ),
+            WorkloadClass(
+                "elastic",
+                weight=1,
+                pod_counts=(4, 6, 8),
+                gpus_per_pod=(2, 3),
+                topology="unconstrained",
+                partial_probability=0.5,
+                min_count_fraction=0.5,
+                priority_classes={"low": 1},
+            ),
+        ),
+        queue_choice="share",
+    )
+
+
+def multi_team() -> GeneratorConfig:
+    """Two GPU generations shared by eight teams with lending and borrowing limits."""
+    return GeneratorConfig(
+        name="multi-team",
+        description=(
+            "Multi-team quota: 8 ClusterQueues in two cohorts under a root cohort, two "
+            "flavors (H100 block, A100 block) listed in rotating preference, lending "
+            "limits "
+            "at 50% and borrowing limits at 100% of nominal, team namespaceSelectors.  "
+            "Running work was admitted round-robin over teams, so small teams borrow."
+        ),
+        blocks=2,
+        racks_per_block=8,
+        hosts_per_rack=16,
+        node_types=(h100(0.5), a100(0.5)),
+        queues=QueueConfig(
+            cluster_queues=8,
+            cohorts=2,
+            root_cohort="org",
+            quota_scale=0.9,
+            cpu_memory_quota_scale=1.2,
+            share_concentration=1.0,
+            borrowing_limit_fraction=1.0,
+            lending_limit_fraction=0.5,
+            namespace_selector="team",
+            namespaces_per_queue=2,
+            flavor_order="rotate",
+            when_can_borrow="TryNextFlavor",
+        ),
+        running_fill=0.6,
+        running_workload_share=0.7,
+        running_queue_choice="uniform",
+        running_pod_shapes=FRAGMENTING_PODS[:2],
+        running_classes=(
+            WorkloadClass(
+                "train",
+                weight=2,
+                pod_counts=(2, 4, 8),
+                gpus_per_pod=(4, 8),
+                cpu_per_gpu="10",
+                topology="required",
+                level="rack",
+                priority_classes={"low": 1, "normal": 2},
+            ),
+            WorkloadClass(
+                "dev",
+                weight=3,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 2),
+                cpu_per_gpu="10",
+                topology="unconstrained",
+                priority_classes={"low": 1},
+            ),
+        ),
+        pending=150,
+        classes=(
+            WorkloadClass(
+                "single",
+                weight=3,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 2, 4),
+                cpu_per_gpu="10",
+                topology="unconstrained",
+                priority_classes={"low": 1, "normal": 2},
+            ),
+            WorkloadClass(
+                "gang",
+                weight=3,
+                pod_counts=(2, 4, 8),
+                gpus_per_pod=(4, 8),
+                cpu_per_gpu="10",
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 2, "high": 1},
+            ),
+            WorkloadClass(
+                "h100-only",
+                weight=1,
+                pod_counts=(4, 8),
+                gpus_per_pod=(8,),
+                cpu_per_gpu="20",
+                node_types=("h100",),
+                topology="preferred",
+                level="rack",
+                priority_classes={"high": 1},
+            ),
+            WorkloadClass(
+                "a100-only",
+                weight=1,
+                pod_counts=(1, 2),
+                gpus_per_pod=(2, 4),
+                cpu_per_gpu="10",
+                node_types=("a100",),
+                topology="unconstrained",
+                priority_classes={"low": 1},
+            ),
+        ),
+        queue_choice="uniform",
+    )
+
+
+def preemption_heavy() -> GeneratorConfig:
+    """A full cluster of low-priority work and high-priority gangs arriving."""
+    return GeneratorConfig(
+        name="preemption-heavy",
+        description=(
+            "Preemption-heavy: 128 H100 hosts ~92% used by admitted "
+            "low/normal-priority "
+            "Workloads (teams borrowing from each other), pending high-priority gangs; "
+            "withinClusterQueue LowerPriority, reclaimWithinCohort Any, "
+            "borrowWithinCohort "
+            "LowerPriority up to priority 1000.  Running Workloads' pods are emitted "
+            "too, "
+            "TAS-annotated."
+        ),
+        blocks=2,
+        racks_per_block=4,
+        hosts_per_rack=16,
+        node_types=(h100(),),
+        queues=QueueConfig(
+            cluster_queues=4,
+            cohorts=1,
+            quota_scale=1.0,
+            cpu_memory_quota_scale=1.5,
+            share_concentration=4.0,
+            within_cluster_queue="LowerPriority",
+            reclaim_within_cohort="Any",
+            borrow_within_cohort="LowerPriority",
+            borrow_max_priority_threshold=1000,
+        ),
+        running_fill=0.92,
+        running_workload_share=0.95,
+        running_queue_choice="uniform",
+        emit_workload_pods=True,
+        running_pod_shapes=FRAGMENTING_PODS[:1],
+        running_classes=(
+            WorkloadClass(
+                "batch",
+                weight=2,
+                pod_counts=(2, 4, 8),
+                gpus_per_pod=(4, 8),
+                topology="required",
+                level="rack",
+                priority_classes={"low": 2, "normal": 1},
+            ),
+            WorkloadClass(
+                "sweep",
+                weight=3,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 2, 4),
+                topology="unconstrained",
+                priority_classes={"low": 1},
+            ),
+        ),
+        pending=60,
+        classes=(
+            WorkloadClass(
+                "urgent",
+                weight=3,
+                pod_counts=(4, 8, 16),
+                gpus_per_pod=(8,),
+                topology="required",
+                level="rack",
+                priority_classes={"high": 1},
+            ),
+            WorkloadClass(
+                "prod",
+                weight=2,
+                pod_counts=(2, 4),
+                gpus_per_pod=(4, 8),
+                topology="preferred",
+                level="rack",
+                priority_classes={"normal": 1, "high": 1},
+            ),
+            WorkloadClass(
+                "retry",
+                weight=1,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 2),
+                topology="unconstrained",
+                priority_classes={"normal": 1},
+            ),
+        ),
+    )
+
+
+def topology_heavy() -> GeneratorConfig:
+    """Whole-host gangs that need a rack and would like a block."""
+    return GeneratorConfig(
+        name="topology-heavy",
+        description=(
+            "Topology-heavy: 512 H100 hosts (4 blocks x 8 racks x 16), 40% used; large "
+            "gangs of whole hosts requiring a rack, gangs preferring a block with rack "
+            "slices, and block-required gangs with 2-pod host slices."
+        ),
+        blocks=4,
+        racks_per_block=8,
+        hosts_per_rack=16,
+        node_types=(h100(),),
+        queues=QueueConfig(
+            cluster_queues=4, cohorts=1, quota_scale=1.0, cpu_memory_quota_scale=1.5
+        ),
+        running_fill=0.4,
+        running_workload_share=0.6,
+        running_pod_shapes=FRAGMENTING_PODS[:3],
+        running_classes=(
+            WorkloadClass(
+                "train",
+                weight=1,
+                pod_counts=(4, 8, 12),
+                gpus_per_pod=(8,),
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 1},
+            ),
+        ),
+        pending=80,
+        classes=(
+            WorkloadClass(
+                "rack-gang",
+                weight=3,
+                pod_counts=(4, 8, 12, 16),
+                gpus_per_pod=(8,),
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 2, "high": 1},
+            ),
+            WorkloadClass(
+                "block-gang",
+                weight=2,
+                pod_counts=(16, 32, 48),
+                gpus_per_pod=(8,),
+                topology="preferred",
+                level="block",
+                slice_level="rack",
+                slice_size=8,
+                priority_classes={"normal": 1, "high": 1},
+            ),
+            WorkloadClass(
+                "block-pairs",
+                weight=1,
+                pod_counts=(12, 24),
+                gpus_per_pod=(4,),
+                topology="required",
+                level="block",
+                slice_level="hostname",
+                slice_size=2,
+                priority_classes={"normal": 1},
+            ),
+            WorkloadClass(
+                "host-pinned",
+                weight=1,
+                pod_counts=(2,),
+                gpus_per_pod=(4,),
+                topology="required",
+                level="hostname",
+                priority_classes={"low": 1},
+            ),
+        ),
+    )
+
+
+def _perf_class(
+    name: str,
+    weight: int,
+    request: str,
+    pods: int,
+    priority: int,
+    interval_ms: int,
+    constraint: str,
+    slice_size: int | None = None,
+) -> WorkloadClass:
+    """One workload class of Kueue's TAS performance test, as its generator makes it."""
+    balanced = constraint == "balanced"
+    return WorkloadClass(
+        name=name,
+        weight=weight,
+        pod_counts=(pods,),
+        gpus_per_pod=(0,),
+        cpu_per_pod=request,
+        cpu_per_gpu="0",
+        memory_per_pod="0",
+        memory_per_gpu="0",
+        topology="none"
+        if balanced
+        else ("required" if constraint == "required" else "preferred"),
+        level="rack",
+        slice_level="rack" if balanced else None,
+        slice_size=slice_size if balanced else None,
+        priority=priority,
+        creation_interval_ms=interval_ms,
+        image="registry.k8s.io/pause:3.10",
+    )
+
+
+def kueue_tas_perf() -> GeneratorConfig:
+    """Kueue's own TAS performance test (test/performance/scheduler/configs/tas)."""
+    return GeneratorConfig(
+        name="kueue-tas-perf",
+        description=(
+            "Kueue's TAS performance test: 1 block x 10 racks x 64 CPU nodes (96 CPU, "
+            "256Gi, label tas-node-group=tas), 5 cohorts x 6 ClusterQueues (cpu "
+            "nominal 20, "
+            "borrowingLimit 100, reclaimWithinCohort Any, withinClusterQueue "
+            "LowerPriority), "
+            "500 workloads per queue in its nine classes (2/4/8-pod gangs; required, "
+            "preferred and balanced rack) = 15,000 pending.  Mirrors "
+            "kubernetes-sigs/kueue "
+            "test/performance/scheduler/configs/tas/generator.yaml."
+        ),
+        blocks=1,
+        racks_per_block=10,
+        hosts_per_rack=64,
+        naming="kueue-perf",
+        topology_name="default-topology",
+        node_types=(
+            NodeType(
+                name="tas",
+                flavor="tas-flavor",
+                gpus=0,
+                cpu="96",
+                memory="256Gi",
+                pods=110,
+                reserved_cpu="0",
+                reserved_memory="0",
+                labels={"tas-node-group": "tas"},
+                flavor_label_keys=("tas-node-group",),
+            ),
+        ),
+        queues=QueueConfig(
+            cluster_queues=30,
+            cohorts=5,
+            names=tuple(f"cq-0-{k // 5}-cohort-{k % 5}" for k in range(30)),
+            covered_resources=("cpu",),
+            nominal_quota={"cpu": "20"},
+            borrowing_limit={"cpu": "100"},
+            reclaim_within_cohort="Any",
+            within_cluster_queue="LowerPriority",
+        ),
+        priority_classes=(),
+        running_fill=0.0,
+        running_pod_shapes=(),
+        pending=15000,
+        class_mix="proportional",
+        queue_choice="round-robin",
+        classes=(
+            _perf_class("small-required-rack", 120, "500m", 2, 50, 100, "required"),
+            _perf_class("small-preferred-rack", 120, "500m", 2, 50, 100, "preferred"),
+            _perf_class("small-balanced-rack", 110, "500m", 2, 50, 100, "balanced", 1),
+            _perf_class("medium-required-rack", 34, "1250m", 4, 100, 500, "required"),
+            _perf_class("medium-preferred-rack", 33, "1250m", 4, 100, 500, "preferred"),
+            _perf_class(
+                "medium-balanced-rack", 33, "1250m", 4, 100, 500, "balanced", 2
+            ),
+            _perf_class("large-required-rack", 17, "2500m", 8, 200, 1200, "required"),
+            _perf_class("large-preferred-rack", 17, "2500m", 8, 200, 1200, "preferred"),
+            _perf_class(
+                "large-balanced-rack", 16, "2500m", 8, 200, 1200, "balanced", 4
+            ),
+        ),
+    )
+
+
+def load_10k() -> GeneratorConfig:
+    """The loader benchmark dump: 10,000 nodes, 20,000 pods, 2,000 pending."""
+    return GeneratorConfig(
+        name="load-10k",
+        description=(
+            "Load/greedy benchmark dump: 10,000 GPU nodes (25 blocks x 25 racks x 16; "
+            "70% "
+            "H100, 30% A100), exactly 20,000 running plain pods (~47% of GPUs), 2,000 "
+            "pending TAS Workloads in 4 ClusterQueues of one cohort."
+        ),
+        blocks=25,
+        racks_per_block=25,
+        hosts_per_rack=16,
+        node_types=(h100(0.7), a100(0.3)),
+        unschedulable_fraction=0.005,
+        not_ready_fraction=0.002,
+        queues=QueueConfig(
+            cluster_queues=4,
+            cohorts=1,
+            quota_scale=1.0,
+            cpu_memory_quota_scale=1.5,
+            share_concentration=4.0,
+            borrowing_limit_fraction=0.5,
+            flavor_order="rotate",
+        ),
+        running_pods=20000,
+        running_pod_shapes=(
+            PodShape("inference", "inference", 3.0, 1, "10", "96Gi"),
+            PodShape("inference-large", "inference", 2.0, 2, "20", "192Gi"),
+            PodShape("batch", "batch", 2.0, 4, "40", "384Gi"),
+            PodShape("etl", "data", 1.0, 0, "24", "128Gi"),
+        ),
+        running_workload_share=0.0,
+        pending=2000,
+        classes=(
+            WorkloadClass(
+                "single",
+                weight=4,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 2, 4),
+                cpu_per_gpu="10",
+                topology="unconstrained",
+                priority_classes={"low": 1, "normal": 2},
+            ),
+            WorkloadClass(
+                "gang-rack",
+                weight=3,
+                pod_counts=(2, 4, 8),
+                gpus_per_pod=(4, 8),
+                cpu_per_gpu="10",
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 2, "high": 1},
+            ),
+            WorkloadClass(
+                "gang-block",
+                weight=1,
+                pod_counts=(16, 32),
+                gpus_per_pod=(8,),
+                cpu_per_gpu="10",
+                topology="preferred",
+                level="block",
+                slice_level="rack",
+                slice_size=8,
+                priority_classes={"normal": 1, "high": 1},
+            ),
+        ),
+    )
+
+
+SCALE_POINTS = (100, 300, 1000, 3000, 10000)
+"""Host counts of the scale sweep; pending work is a fifth of the hosts."""
+
+FAMILIES: dict[str, Callable[[], GeneratorConfig]] = {
+    "default": default,
+    "fragmented": fragmented,
+    "multi-team": multi_team,
+    "preemption-heavy": preemption_heavy,
+    "topology-heavy": topology_heavy,
+    "kueue-tas-perf": kueue_tas_perf,
+    "load-10k": load_10k,
+    **{
+        f"scale-{n}": functools.partial(fragmented, nodes=n, pending=n // 5)
+        for n in SCALE_POINTS
+    },
+}
+
+
+def family(name: str) -> GeneratorConfig:
+    """The preset called ``name``; KeyError lists the known names."""
+    try:
+        return FAMILIES[name]()
+    except KeyError:
+        raise KeyError(
+            f"unknown family {name!r}; known: {', '.join(FAMILIES)}"
+        ) from None
+
+
+def to_yaml(config: GeneratorConfig) -> str:
+    body = yaml.dump(
+        config.to_dict(),
+        Dumper=yaml.CSafeDumper,
+        sort_keys=False,
+        default_flow_style=False,
+        width=88,
+    )
+    return HEADER.format(name=config.name) + str(body)
+
+
+def export(directory: str | Path) -> list[Path]:
+    """Write every family to ``<directory>/<name>.yaml``; returns the paths."""
+    out = []
+    for name in FAMILIES:
+        path = Path(directory) / f"{name}.yaml"
+        path.write_text(to_yaml(family(name)), encoding="utf-8")
+        out.append(path)
+    return out
