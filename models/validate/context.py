@@ -52,7 +52,12 @@ class Admitted:
     entry: PlanAdmission
     workload: Workload
     cluster_queue: ClusterQueue | None
-    """The ClusterQueue the plan names, if it exists in the instance."""
+    """The ClusterQueue the plan names, if it exists and is active.
+
+    An admission into a missing or inactive queue is reported once, by
+    bookkeeping; the flavor, usage and quota rules then skip it rather than
+    pile up consequences of that one mistake.
+    """
 
     @property
     def key(self) -> str:
@@ -88,7 +93,9 @@ class Context:
             if w is None or entry.workload in seen:
                 continue
             seen.add(entry.workload)
-            cq = self.snap.cluster_queues.get(entry.cluster_queue)
+            cq = None
+            if self.snap.is_active(entry.cluster_queue):
+                cq = self.snap.cluster_queues[entry.cluster_queue]
             self.admitted.append(Admitted(entry, w, cq))
         for pre in self.plan.preemptions:
             victim = running.get(pre.workload)

@@ -21,7 +21,7 @@ from functools import cached_property
 from models.cluster import ResourceQuota
 from models.quantity import is_unlimited
 from models.snapshot import Snapshot
-from models.validate.context import Context, FlavorResource, Violation, qty
+from models.validate.context import Admitted, Context, FlavorResource, Violation, qty
 from models.workload import PodSetAssignment, Workload
 
 NodeId = tuple[str, str]
@@ -192,13 +192,32 @@ def breaches(tree: QuotaTree, root: NodeId, fr: FlavorResource, usage: Usage,
     return out
 
 
+def admitted_usage(adm: Admitted) -> dict[FlavorResource, int]:
+    """Quota an admission takes in its queue.
+
+    Flavor-resources the queue does not offer are left out: they are
+    reported as ``eligibility.flavor-not-in-queue`` and would only repeat
+    that mistake here as a quota overrun.
+    """
+    cq = adm.cluster_queue
+    if cq is None:
+        return {}
+    out = {}
+    for (flavor, r), v in assignment_usage(adm.entry.pod_set_assignments).items():
+        group = cq.group_of(r)
+        if group is not None and any(
+            fq.name == flavor for fq in cq.resource_groups[group].flavors
+        ):
+            out[(flavor, r)] = v
+    return out
+
+
 def final_usage(ctx: Context) -> dict[str, dict[FlavorResource, int]]:
     """Running minus victims plus the plan's admissions, per queue."""
     acc = running_usage(ctx.remaining)
     for adm in ctx.admitted:
         if adm.cluster_queue is not None:
-            add_usage(acc, adm.cluster_queue.name,
-                      assignment_usage(adm.entry.pod_set_assignments))
+            add_usage(acc, adm.cluster_queue.name, admitted_usage(adm))
     return acc
 
 
@@ -211,7 +230,7 @@ def check(ctx: Context) -> list[Violation]:
         if adm.cluster_queue is None:
             continue
         per = added.setdefault(adm.cluster_queue.name, {})
-        for fr in assignment_usage(adm.entry.pod_set_assignments):
+        for fr in admitted_usage(adm):
             per.setdefault(fr, []).append(adm.key)
     out: list[Violation] = []
     for root in tree.roots:
