@@ -1,0 +1,109 @@
+"""Placement of one pod-set group (workers, optionally with a leader)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from models.scheduling import Toleration
+from models.workload import TopologyAssignment, TopologyDomain
+from solver.tas.counts import fill_counts, resource_exclusions
+from solver.tas.messages import Exclusions, multi_layer_not_fit, not_fit
+from solver.tas.placement import descend, find_level
+from solver.tas.request import demand, interpret
+from solver.tas.tree import FlavorTree, IntArray
+from solver.tas.types import TasPodSetRequest
+
+
+def assign_group(
+    tree: FlavorTree,
+    rem: IntArray,
+    workers: TasPodSetRequest,
+    leader: TasPodSetRequest | None,
+    extra_tolerations: tuple[Toleration, ...],
+    resource_index: Mapping[str, int],
+) -> dict[str, TopologyAssignment] | str:
+    """Kueue's ``findTopologyAssignment`` for one group on free capacity ``rem``.
+
+    Algorithm overview:
+      0. Interpret the request: requested level (required / preferred /
+         unconstrained / implied / slice-only), slice level and size, inner
+         slice layers; the algorithm is BestFit unless unconstrained
+         (LeastFreeCapacity).
+      1. Bottom-up capacity: per leaf the pods (and leader) that fit in the
+         free capacity, leaves failing taints/selector/affinity zeroed on
+         hostname topologies; summed up the levels into pod, slice and
+         with-leader counters.
+      2a. Level choice: the tightest single domain at the requested level,
+         climbing one level at a time for ``preferred``, else a greedy
+         spread over several domains at the top (or unconstrained) level.
+      2b. Descent: distribute the pods down to the leaves, pooled above the
+         slice level, parent by parent from it.
+      3. Build the assignments: leaves with pods, in value-path order; the
+         leader's leaf separately.
+
+    Returns the assignments per pod set name, or Kueue's failure reason.
+    """
+    # Phase 0: request interpretation.
+    params = interpret(
+        tree, workers.topology, workers.count, 1 if leader is not None else 0
+    )
+    if isinstance(params, str):
+        return params
+    worker_demand = demand(workers.requests, resource_index)
+    leader_demand = (
+        demand(leader.requests, resource_index) if leader is not None else None
+    )
+    tolerations = workers.placement.tolerations + tree.tolerations + extra_tolerations
+
+    # Phase 1: bottom-up capacity.
+    leaf_filter = tree.leaf_filter(workers.placement, tolerations)
+    counts = fill_counts(
+        tree, rem, worker_demand, leader_demand, leaf_filter.mask, params
+    )
+
+    def fail(level: int, fit: int, total: int) -> str:
+        leaf_pc = counts.pc[tree.depth - 1]
+        stats = Exclusions(
+            leaf_filter,
+            resource_exclusions(rem, worker_demand, leaf_filter.mask, leaf_pc),
+        )
+        if params.layers:
+            return multi_layer_not_fit(tree, counts, level, params, stats)
+        return not_fit(tree, fit, total, params.slice_size, stats)
+
+    # Phase 2a: choose the level and the domains there.
+    found = find_level(tree, counts, params, params.requested_level, fail)
+    if isinstance(found, str):
+        return found
+    level, fit = found
+
+    # Phase 2b: distribute down to the leaves.
+    taken = descend(tree, counts, params, level, fit)
+    if taken is None:
+        return (
+            f"topology {tree.topology_name!r}: could not distribute "
+            f"{params.count} pod(s) below level {tree.levels[level]}"
+        )
+
+    # Phase 3: build the assignments.
+    out: dict[str, TopologyAssignment] = {}
+    if leader is not None:
+        out[leader.name] = _build(tree, taken.idx, taken.leaders)
+    out[workers.name] = _build(tree, taken.idx, taken.pods)
+    return out
+
+
+def _build(tree: FlavorTree, leaves: IntArray, pods: IntArray) -> TopologyAssignment:
+    """Leaves with pods in value-path order, as ``buildAssignment`` emits them."""
+    keep = pods > 0
+    leaves, pods = leaves[keep], pods[keep]
+    order = np.argsort(leaves, kind="stable")
+    domains = tuple(
+        TopologyDomain(values=tree.leaf_values(leaf), count=count)
+        for leaf, count in zip(
+            leaves[order].tolist(), pods[order].tolist(), strict=True
+        )
+    )
+    return TopologyAssignment(levels=tree.assignment_levels, domains=domains)

@@ -1,0 +1,342 @@
+"""Shared TAS capacity of one snapshot, and the placer's public entry point.
+
+Capacity model (kueue-semantics §6.1): each flavor's leaf has a fixed base
+(allocatable minus non-TAS pods of its nodes). TAS usage of hostname-level
+flavors is kept once per hostname in ``host_usage``, shared by every such
+flavor, which is what TASHandleOverlappingFlavors does; a flavor whose
+leaves aggregate nodes keeps its own per-leaf usage, as Kueue does. Each
+flavor's ``rem`` (base minus usage) is updated incrementally on every
+``add_usage``/``remove_usage``, so a placement only reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from models.scheduling import Toleration
+from models.snapshot import Snapshot
+from models.workload import TopologyAssignment
+from solver.tas.assign import assign_group
+from solver.tas.counts import fit_count
+from solver.tas.request import demand
+from solver.tas.tree import FlavorTree, IntArray
+from solver.tas.types import CAP, PODS, TasPodSetRequest, TasResult, clip
+
+Groups = Sequence[Sequence[TasPodSetRequest]]
+Usage = tuple[str, TopologyAssignment, dict[str, int]]
+
+
+class TasState:
+    """Shared, mutable TAS capacity for every TAS flavor of one snapshot."""
+
+    def __init__(
+        self,
+        resources: Sequence[str],
+        trees: Mapping[str, FlavorTree],
+        hosts: Sequence[str],
+    ) -> None:
+        self.resources: tuple[str, ...] = tuple(resources)
+        self.resource_index: dict[str, int] = {r: i for i, r in enumerate(resources)}
+        self._trees: dict[str, FlavorTree] = dict(trees)
+        self._host_index: dict[str, int] = {h: i for i, h in enumerate(hosts)}
+        self._host_usage: IntArray = np.zeros((len(hosts), len(resources)), np.int64)
+        # Per hostname flavor: global host row -> its leaf (-1 if absent).
+        self._host_leaf: dict[str, IntArray] = {}
+        for name, tree in self._trees.items():
+            if tree.hostname:
+                rows = np.asarray(
+                    [self._host_index[p[-1]] for p in tree.leaf_paths], dtype=np.int64
+                )
+                tree.leaf_host = rows
+                table = np.full(len(hosts), -1, dtype=np.int64)
+                table[rows] = np.arange(rows.shape[0])
+                self._host_leaf[name] = table
+        self._workloads: dict[str, list[Usage]] = {}
+
+    @classmethod
+    def build(cls, snapshot: Snapshot) -> TasState:
+        """Trees of every TAS flavor, minus non-TAS pods and running TAS usage."""
+        flavor_nodes = {
+            name: snapshot.flavor_nodes(rf)
+            for name, rf in sorted(snapshot.flavors.items())
+            if rf.topology_name is not None and rf.topology_name in snapshot.topologies
+        }
+        names: set[str] = {PODS}
+        for nodes in flavor_nodes.values():
+            for node in nodes:
+                names.update(node.allocatable)
+        resources = sorted(names)
+        index = {r: i for i, r in enumerate(resources)}
+        pod_usage = snapshot.pod_usage_by_node
+        node_free: dict[str, list[int]] = {}
+        for nodes in flavor_nodes.values():
+            for node in nodes:
+                if node.name in node_free:
+                    continue
+                used = pod_usage.get(node.name, {})
+                node_free[node.name] = [
+                    clip(node.allocatable.get(r, 0)) - used.get(r, 0) for r in resources
+                ]
+        trees: dict[str, FlavorTree] = {}
+        hosts: dict[str, None] = {}
+        for name, nodes in flavor_nodes.items():
+            rf = snapshot.flavors[name]
+            topology = snapshot.topologies[rf.topology_name or ""]
+            tree = FlavorTree(rf, topology, nodes, index, node_free)
+            trees[name] = tree
+            if tree.hostname:
+                hosts.update((p[-1], None) for p in tree.leaf_paths)
+        state = cls(resources, trees, sorted(hosts))
+        for wl in snapshot.running:
+            if wl.admission is None:
+                continue
+            for psa in wl.admission.pod_set_assignments:
+                ta = psa.topology_assignment
+                tas = sorted({f for f in psa.flavors.values() if f in trees})
+                if ta is None or not tas or psa.count <= 0:
+                    continue
+                per_pod = {
+                    r: v // psa.count
+                    for r, v in psa.resource_usage.items()
+                    if r != PODS
+                }
+                state.add_usage(tas[0], ta, per_pod)
+                state._workloads.setdefault(wl.key, []).append((tas[0], ta, per_pod))
+        return state
+
+    # -- introspection -------------------------------------------------------
+
+    def flavors(self) -> list[str]:
+        return sorted(self._trees)
+
+    def tree(self, flavor: str) -> FlavorTree:
+        """Static structure and current ``rem`` of a flavor (read-only use)."""
+        return self._trees[flavor]
+
+    def workload_usage(self, workload_key: str) -> list[Usage]:
+        """What :meth:`build` recorded for a running workload.
+
+        Per-pod usage is ``resourceUsage // count`` without ``pods`` (the
+        placer adds one per pod, as Kueue derives it from the count).
+        """
+        return list(self._workloads.get(workload_key, []))
+
+    # -- placement -------------------------------------------------------------
+
+    def find_assignments(
+        self,
+        flavor: str,
+        groups: Groups,
+        *,
+        empty: bool = False,
+        tolerations: Sequence[Toleration] = (),
+    ) -> TasResult:
+        """Place the groups of one flavor in order, each seeing earlier ones.
+
+        Algorithm overview (per group, see :func:`assign_group`):
+          0. interpret the request; 1. bottom-up capacity; 2a. level choice;
+          2b. top-down distribution; 3. build assignments.
+        ``empty`` ignores all TAS usage (Kueue's simulate-empty) but still
+        subtracts non-TAS pods and earlier groups of this call. Tolerations
+        are unioned with each pod's own and the flavor's. Pod sets with
+        count 0 are left out of the result (Kueue does not place them).
+        """
+        return self._find(flavor, groups, empty, tuple(tolerations), {})
+
+    def find_workload_assignments(
+        self,
+        requests: Mapping[str, Groups],
+        *,
+        empty: bool = False,
+        tolerations: Mapping[str, Sequence[Toleration]] | None = None,
+    ) -> TasResult:
+        """All TAS flavors of one workload, in flavor-name order.
+
+        Hostname-level flavors share the workload's assumed usage per host,
+        as Kueue's cross-flavor ``aggregatedDomainUsages`` does, also when
+        ``empty`` (where usage added through :meth:`add_usage` is ignored).
+        """
+        host_assumed: dict[int, list[int]] = {}
+        merged: dict[str, TopologyAssignment] = {}
+        for flavor in sorted(requests):
+            extra = tuple((tolerations or {}).get(flavor, ()))
+            result = self._find(flavor, requests[flavor], empty, extra, host_assumed)
+            if result.assignments is None:
+                return result
+            merged.update(result.assignments)
+        return TasResult(merged, None, None)
+
+    def _find(
+        self,
+        flavor: str,
+        groups: Groups,
+        empty: bool,
+        tolerations: tuple[Toleration, ...],
+        host_assumed: dict[int, list[int]],
+    ) -> TasResult:
+        tree = self._trees.get(flavor)
+        if tree is None:
+            first = next((r.name for g in groups for r in g), None)
+            return TasResult(
+                None, f'flavor "{flavor}" information missing in TAS cache', first
+            )
+        base = tree.base if empty else tree.rem
+        leaf_assumed: dict[int, list[int]] = {}
+        out: dict[str, TopologyAssignment] = {}
+        for group in groups:
+            live = [r for r in group if r.count > 0]
+            if not live:
+                continue
+            if len(live) > 2:
+                return TasResult(
+                    None, "a pod set group may hold at most two pod sets", live[0].name
+                )
+            workers, leader = live[0], None
+            if len(live) == 2:
+                # The smaller pod set leads; the second one on a tie.
+                workers, leader = live
+                if leader.count > workers.count:
+                    workers, leader = leader, workers
+            rem = self._with_assumed(tree, base, host_assumed, leaf_assumed)
+            placed = assign_group(
+                tree, rem, workers, leader, tolerations, self.resource_index
+            )
+            if isinstance(placed, str):
+                return TasResult(None, placed, workers.name)
+            out.update(placed)
+            for r in live:
+                self._assume(
+                    tree, placed[r.name], r.requests, host_assumed, leaf_assumed
+                )
+        return TasResult(out, None, None)
+
+    def _with_assumed(
+        self,
+        tree: FlavorTree,
+        base: IntArray,
+        host_assumed: Mapping[int, list[int]],
+        leaf_assumed: Mapping[int, list[int]],
+    ) -> IntArray:
+        """``base`` minus this call's earlier placements (copied only if any)."""
+        rows: list[tuple[int, list[int]]] = list(leaf_assumed.items())
+        if tree.hostname and host_assumed:
+            table = self._host_leaf[tree.name]
+            rows = [
+                (int(table[h]), v) for h, v in host_assumed.items() if table[h] >= 0
+            ]
+        if not rows:
+            return base
+        rem = base.copy()
+        leaves = np.asarray([leaf for leaf, _ in rows], dtype=np.int64)
+        rem[leaves] = np.clip(rem[leaves] - np.asarray([v for _, v in rows]), -CAP, CAP)
+        return rem
+
+    def _assume(
+        self,
+        tree: FlavorTree,
+        assignment: TopologyAssignment,
+        per_pod: Mapping[str, int],
+        host_assumed: dict[int, list[int]],
+        leaf_assumed: dict[int, list[int]],
+    ) -> None:
+        vec = self._vector(per_pod)
+        for dom in assignment.domains:
+            if tree.hostname:
+                key, table = self._host_index.get(dom.values[-1]), host_assumed
+            else:
+                key, table = tree.leaf_of(dom.values), leaf_assumed
+            if key is None:
+                continue
+            acc = table.get(key) or [0] * len(vec)
+            table[key] = [
+                clip(a + v * dom.count) for a, v in zip(acc, vec, strict=True)
+            ]
+
+    # -- usage accounting -----------------------------------------------------
+
+    def _vector(self, per_pod: Mapping[str, int]) -> list[int]:
+        """Per-pod usage over the resource table, with one ``pods``."""
+        vec = [0] * len(self.resources)
+        for r, v in per_pod.items():
+            i = self.resource_index.get(r)
+            if i is not None:
+                vec[i] = clip(max(0, v))
+        vec[self.resource_index[PODS]] += 1
+        return vec
+
+    def add_usage(
+        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
+    ) -> None:
+        self._update(flavor, assignment, per_pod, 1)
+
+    def remove_usage(
+        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
+    ) -> None:
+        self._update(flavor, assignment, per_pod, -1)
+
+    def _update(
+        self,
+        flavor: str,
+        assignment: TopologyAssignment,
+        per_pod: Mapping[str, int],
+        sign: int,
+    ) -> None:
+        tree = self._trees[flavor]
+        vec = self._vector(per_pod)
+        keys: list[int] = []
+        deltas: list[list[int]] = []
+        for dom in assignment.domains:
+            if tree.hostname:
+                key = self._host_index.get(dom.values[-1]) if dom.values else None
+            else:
+                key = tree.leaf_of(dom.values)
+            if key is not None:
+                keys.append(key)
+                deltas.append([clip(sign * v * dom.count) for v in vec])
+        if not keys:
+            return
+        rows = np.asarray(keys, dtype=np.int64)
+        usage = self._host_usage if tree.hostname else tree.usage
+        np.add.at(usage, rows, np.asarray(deltas, dtype=np.int64))
+        rows = np.unique(rows)
+        usage[rows] = np.clip(usage[rows], -CAP, CAP)
+        if not tree.hostname:
+            tree.rem[rows] = np.clip(tree.base[rows] - usage[rows], -CAP, CAP)
+            return
+        for name, table in self._host_leaf.items():
+            leaves = table[rows]
+            hit = leaves >= 0
+            if hit.any():
+                t = self._trees[name]
+                sel = leaves[hit]
+                t.rem[sel] = np.clip(t.base[sel] - usage[rows[hit]], -CAP, CAP)
+
+    def fits(
+        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
+    ) -> bool:
+        """Whether this exact assignment still fits the current free capacity.
+
+        Like Kueue's ``Fits``, every domain must exist and hold its pods;
+        unlike it, ``pods`` is checked too (one per pod).
+        """
+        tree = self._trees.get(flavor)
+        if tree is None:
+            return False
+        leaves: list[int] = []
+        counts: list[int] = []
+        for dom in assignment.domains:
+            leaf = tree.leaf_of(dom.values)
+            if leaf is None:
+                return False
+            leaves.append(leaf)
+            counts.append(dom.count)
+        if not leaves:
+            return True
+        uniq, inverse = np.unique(
+            np.asarray(leaves, dtype=np.int64), return_inverse=True
+        )
+        need = np.bincount(inverse, weights=counts).astype(np.int64)
+        got = fit_count(tree.rem[uniq], demand(per_pod, self.resource_index))
+        return bool((got >= need).all())
