@@ -261,9 +261,11 @@ def _violation(tree: QuotaTree, root: NodeId, b: _Breach, culprits: list[str],
     if b.kind == "borrowing-limit":
         q = tree.quota(b.node, b.fr)
         assert q is not None and q.borrowing_limit is not None
+        used = f"usage of {what}" if b.node[0] == "cq" else (
+            f"{what} its subtree counts against it")
         return Violation(
             "quota.borrowing-limit", ", ".join(culprits),
-            f"{_name(b.node)}: usage of {what} would be {qty(r, b.usage)}, above "
+            f"{_name(b.node)}: {used} would be {qty(r, b.usage)}, above "
             f"its quota plus borrowingLimit {qty(r, q.borrowing_limit)} "
             f"({qty(r, b.bound)}) by {over}",
         )
@@ -277,9 +279,9 @@ def _violation(tree: QuotaTree, root: NodeId, b: _Breach, culprits: list[str],
                for x in breaches(tree, root, b.fr, usage, lending=False)):
         return Violation(
             "quota.lending-limit", ", ".join(culprits),
-            f"{_name(root)}: {what} needed from the shared pool would be "
-            f"{qty(r, b.usage)} but lendingLimits leave only {qty(r, b.bound)} "
-            f"lendable, short by {over}",
+            f"{_name(root)}: usage of {what} beyond the queues' private quota "
+            f"would be {qty(r, b.usage)} but lendingLimits leave only "
+            f"{qty(r, b.bound)} to share, short by {over}",
         )
     return Violation(
         "quota.cohort", ", ".join(culprits),

@@ -113,7 +113,9 @@ def test_admission_to_another_cluster_queue(snap: Snapshot) -> None:
     ("default/w-broken", "inactive"),
     ("other/x", "namespaceSelector"),
 ])
-def test_blocked_workload_cannot_be_admitted(snap: Snapshot, key: str, why: str) -> None:
+def test_blocked_workload_cannot_be_admitted(
+    snap: Snapshot, key: str, why: str
+) -> None:
     """Inactive queue or namespace mismatch: Kueue never admits these."""
     cq = "broken" if key == "default/w-broken" else "cq"
     others = [k for k in BLOCKED if k != key]
