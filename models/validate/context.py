@@ -155,13 +155,13 @@ class Context:
     ) -> ResourceFlavor | None:
         """The TAS flavor a pod set was placed on.
 
-        A pod set without requests of its own (a leader in a
-        ``podSetGroupName`` group) inherits its group's TAS flavor, and one
-        in a queue with a single TAS flavor can only mean that one.
+        A pod set with no flavors (it requests nothing the queue covers)
+        inherits its ``podSetGroupName`` group's TAS flavor, and in a queue
+        with a single TAS flavor can only mean that one.
         """
         own = _tas_flavors(self, psa.flavors.values())
-        if own:
-            return own[0]
+        if own or psa.flavors:
+            return own[0] if own else None
         if ps.topology.group:
             for other_ps, other in adm.pairs():
                 if other_ps.topology.group == ps.topology.group and other is not psa:
