@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from models.workload import SliceLayer, TopologyRequest
 from solver.tas.tree import FlavorTree
-from solver.tas.types import PODS
+from solver.tas.types import PODS, clip
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +51,10 @@ class Demand:
 
 
 def demand(requests: Mapping[str, int], index: Mapping[str, int]) -> Demand:
-    """Per-pod requests plus one ``pods``; negative values floor to zero."""
-    merged = {r: max(0, v) for r, v in requests.items()}
+    """Per-pod requests plus one ``pods``; negative values floor to zero and
+    values beyond int64 saturate (a saturated request fits once in a
+    saturated allocatable, as in Kueue)."""
+    merged = {r: clip(max(0, v)) for r, v in requests.items()}
     merged[PODS] = merged.get(PODS, 0) + 1
     names = tuple(sorted(merged))
     return Demand(

@@ -70,8 +70,11 @@ def request(
         tolerations=tuple(tolerations),
     )
     return TasPodSetRequest(
-        name=name, count=count, requests={"cpu": cpu, **extra},
-        topology=topo, placement=placement,
+        name=name,
+        count=count,
+        requests={"cpu": cpu, **extra},
+        topology=topo,
+        placement=placement,
     )
 
 
@@ -80,8 +83,9 @@ def counts(ta: TopologyAssignment) -> dict[str, int]:
     return {d.values[-1]: d.count for d in ta.domains}
 
 
-def place(state: TasState, *reqs: TasPodSetRequest, flavor: str = "tas",
-          empty: bool = False) -> dict[str, TopologyAssignment]:
+def place(
+    state: TasState, *reqs: TasPodSetRequest, flavor: str = "tas", empty: bool = False
+) -> dict[str, TopologyAssignment]:
     res = state.find_assignments(flavor, [[r] for r in reqs], empty=empty)
     assert res.assignments is not None, res.reason
     return res.assignments

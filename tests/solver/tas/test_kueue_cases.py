@@ -122,8 +122,11 @@ def requests_of(case: str, wl: Workload) -> list[list[TasPodSetRequest]]:
             topo = topo.model_copy(update={"slices": ERRATA[case][ps.name]})
         groups.setdefault(topo.group or f"#{i}", []).append(
             TasPodSetRequest(
-                name=ps.name, count=ps.count, requests=ps.requests,
-                topology=topo, placement=ps.placement,
+                name=ps.name,
+                count=ps.count,
+                requests=ps.requests,
+                topology=topo,
+                placement=ps.placement,
             )
         )
     return list(groups.values())
