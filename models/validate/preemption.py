@@ -211,15 +211,16 @@ class _Checker:
             threshold is None or pv <= threshold
         ):
             return []
-        why = f"borrowWithinCohort policy {bwc.policy}"
-        if bwc.policy == "LowerPriority":
-            why += f", priority {pv} vs preemptor {pw}"
-            if threshold is not None:
-                why += f", maxPriorityThreshold {threshold}"
+        if bwc.policy == "Never":
+            why = "borrowWithinCohort is Never"
+        elif pv >= pw:
+            why = f"its priority {pv} is not below the preemptor's {pw}"
+        else:
+            why = f"its priority {pv} is above maxPriorityThreshold {threshold}"
         return [self._v(
             "preemption.policy", victim,
             f"preemptor {w.key} borrows in ClusterQueue {cq.name} after the "
-            f"plan, and {why} does not allow preempting it while borrowing",
+            f"plan, so only borrowWithinCohort may reclaim, and {why}",
         )]
 
 
