@@ -56,7 +56,9 @@ class QuotaNode:
         """Distance to the deepest leaf; a cohort of only queues has height 1."""
         if not self.children:
             return 0
-        return max([1] + [c.height + 1 for c in self.children if c.id.startswith("co:")])
+        return max(
+            [1] + [c.height + 1 for c in self.children if c.id.startswith("co:")]
+        )
 
 
 def _quotas(groups: Iterable[ResourceGroup], node: QuotaNode) -> None:
@@ -204,8 +206,8 @@ class QuotaTree:
         if not self.borrowing_with(cq, fr, v) or n.parent is None:
             return 0, n.parent is not None
         rem = v - n.local_available(fr)
-        a = n.parent
-        root = a
+        a: QuotaNode | None = n.parent
+        root = n.parent
         while a is not None:
             if a.usage.get(fr, 0) + rem <= a.subtree.get(fr, 0):
                 return a.height, a.parent is not None

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.plan import Plan
 from models.snapshot import Snapshot
+from solver.cpsat.objective import Policy
 
-SOLVERS = ("greedy",)
+SOLVERS = ("auto", "cpsat", "greedy")
 """Solvers this build offers; the CLI's ``--solver`` choices come from here."""
 
 
 @dataclass(frozen=True, slots=True)
 class SolveParams:
-    solver: str = "greedy"
-    """Which solver decides."""
+    solver: str = "auto"
+    """auto = the optimizer with greedy as warm start and fallback."""
     cycles: int | None = None
     """Greedy scheduling cycles to run; None runs to quiescence, as Kueue would
     converge with no arrivals and no completions."""
+    time_limit: float = 10.0
+    """Wall-clock budget of the optimizer (seconds)."""
+    workers: int = 0
+    """Optimizer search workers; 0 = every core."""
+    seed: int = 0
+    deterministic_time: float | None = None
+    """A deterministic work budget (CP-SAT's max_deterministic_time): with a
+    fixed seed and worker count the plan is reproducible."""
+    policy: Policy = field(default_factory=Policy)
 
 
 def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
@@ -26,4 +36,10 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
         from solver.greedy import solve_greedy
 
         return solve_greedy(snapshot, params.cycles)
+    if params.solver in ("cpsat", "auto"):
+        from solver.cpsat import CpSatParams, solve_cpsat
+
+        return solve_cpsat(snapshot, CpSatParams(
+            time_limit=params.time_limit, workers=params.workers, seed=params.seed,
+            deterministic_time=params.deterministic_time, policy=params.policy))
     raise ValueError(f"unknown solver {params.solver!r}; choose from {SOLVERS}")

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 
+import yaml
+
 from adapters import output
 from adapters.commands.common import load, spinner
+from models.errors import InstanceError, Location, Problem
+from solver.cpsat.objective import Policy
 from solver.solve import SOLVERS, SolveParams, solve
 
 log = logging.getLogger("placewise")
@@ -21,17 +25,68 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "kind: List, or JSON; several files merge) and print a Plan."
         ),
     )
-    p.add_argument("instances", nargs="+", metavar="INSTANCE",
-                   help="instance file(s); '-' reads standard input")
-    p.add_argument("--solver", choices=SOLVERS, default=SOLVERS[0],
-                   help="greedy = what Kueue itself would decide (default: %(default)s)")
-    p.add_argument("--cycles", type=positive_int, default=None, metavar="N",
-                   help="greedy: run N scheduling cycles instead of running to "
-                        "quiescence (victims preempted in a cycle are gone in the next)")
-    p.add_argument("--format", choices=output.FORMATS, default="yaml",
-                   help="output format (default: %(default)s)")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the plan to FILE instead of standard output")
+    p.add_argument(
+        "instances",
+        nargs="+",
+        metavar="INSTANCE",
+        help="instance file(s); '-' reads standard input",
+    )
+    p.add_argument(
+        "--solver",
+        choices=SOLVERS,
+        default="auto",
+        help="cpsat = the joint optimizer (warm-started from greedy, never "
+        "worse); greedy = what Kueue itself would decide; auto = cpsat "
+        "with greedy as fallback (default: %(default)s)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=10.0,
+        metavar="SEC",
+        help="optimizer wall-clock budget (default: %(default)s)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="optimizer search workers; 0 = all cores (default)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="optimizer random seed")
+    p.add_argument(
+        "--deterministic-time",
+        type=positive_float,
+        default=None,
+        metavar="UNITS",
+        help="deterministic work budget: with fixed --seed and --workers "
+        "the plan is reproducible run to run",
+    )
+    p.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="YAML objective policy (see README, 'Objective')",
+    )
+    p.add_argument(
+        "--cycles",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="greedy: run N scheduling cycles instead of running to "
+        "quiescence (victims preempted in a cycle are gone in the next)",
+    )
+    p.add_argument(
+        "--format",
+        choices=output.FORMATS,
+        default="yaml",
+        help="output format (default: %(default)s)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the plan to FILE instead of standard output",
+    )
     p.set_defaults(run=run)
 
 
@@ -45,12 +100,46 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
+    policy = Policy()
+    if args.policy:
+        try:
+            policy = Policy.from_file(args.policy)
+        except (OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+            raise InstanceError(
+                [Problem(Location(file=args.policy), str(exc))]
+            ) from None
     snapshot = load(args.instances)
     with spinner(f"solving with {args.solver}"):
-        plan = solve(snapshot, SolveParams(solver=args.solver, cycles=args.cycles))
-    log.info("%s: %d admitted, %d preempted, %d pending in %.3fs", plan.solver.name,
-             len(plan.admissions), len(plan.preemptions), len(plan.pending),
-             plan.solver.wall_seconds)
+        plan = solve(
+            snapshot,
+            SolveParams(
+                solver=args.solver,
+                cycles=args.cycles,
+                time_limit=args.time_limit,
+                workers=args.workers,
+                seed=args.seed,
+                deterministic_time=args.deterministic_time,
+                policy=policy,
+            ),
+        )
+    log.info(
+        "%s: %d admitted, %d preempted, %d pending in %.3fs",
+        plan.solver.name,
+        len(plan.admissions),
+        len(plan.preemptions),
+        len(plan.pending),
+        plan.solver.wall_seconds,
+    )
     output.write(plan, args.format, args.output)
     return 0

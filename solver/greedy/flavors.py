@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from models.cluster import ClusterQueue, ResourceFlavor
+from models.cluster import ClusterQueue
 from models.quantity import format_units
-from models.scheduling import untolerated
 from models.snapshot import Snapshot
 from models.workload import PodSet, TopologyAssignment
+from solver.eligibility import flavor_rejection, requests_tas, tas_only
 from solver.greedy.modes import (
     GranularMode,
     Mode,
@@ -126,10 +126,6 @@ def pod_set_requests(cq: ClusterQueue, ps: PodSet, count: int) -> dict[str, int]
     return out
 
 
-def requests_tas(ps: PodSet, cq: ClusterQueue, tas_only: bool) -> bool:
-    return ps.topology.requests_tas or tas_only
-
-
 class FlavorAssigner:
     """Assigns flavors (and TAS placements) for one workload in its queue."""
 
@@ -147,9 +143,7 @@ class FlavorAssigner:
         self.cq = snapshot.cluster_queues[wl.cq]
         self.oracle = oracle
         self.pinned = pinned
-        self.tas_only = bool(self.cq.flavor_names) and all(
-            snapshot.flavors[f].is_tas for f in self.cq.flavor_names
-        )
+        self.tas_only = tas_only(snapshot, self.cq)
 
     # -- step 1: flavors per group ------------------------------------------
 
@@ -208,24 +202,33 @@ class FlavorAssigner:
                 failed = True
         return not failed
 
-    def _resolve(self, d: PodSetDraft, chosen: Mapping[str, FlavorPick]) -> dict[str, FlavorPick]:
+    def _resolve(
+        self, d: PodSetDraft, chosen: Mapping[str, FlavorPick]
+    ) -> dict[str, FlavorPick]:
         if d.requests:
             return {r: p for r, p in chosen.items() if r in d.requests}
         if d.pod_set.topology.group:
-            return {r: p for r, p in chosen.items()
-                    if self.snapshot.flavors[p.flavor].is_tas}
+            return {
+                r: p
+                for r, p in chosen.items()
+                if self.snapshot.flavors[p.flavor].is_tas
+            }
         return {}
 
     def _find_flavor(
-        self, members: list[PodSetDraft], requests: Mapping[str, int], res: str,
+        self,
+        members: list[PodSetDraft],
+        requests: Mapping[str, int],
+        res: str,
         assumed: Mapping[FR, int],
     ) -> tuple[dict[str, FlavorPick], list[str], str | None]:
         gidx = self.cq.group_of(res)
         if gidx is None:
             return {}, [f"resource {res} unavailable in ClusterQueue"], None
         group = self.cq.resource_groups[gidx]
-        covered = {r: v for r, v in sorted(requests.items())
-                   if r in group.covered_resources}
+        covered = {
+            r: v for r, v in sorted(requests.items()) if r in group.covered_resources
+        }
         reasons: list[str] = []
         best: dict[str, FlavorPick] = {}
         best_mode = GranularMode.worst()
@@ -235,8 +238,10 @@ class FlavorAssigner:
             if self.pinned is not None and not any(
                 self.pinned.get(d.name, {}).get(res) == name for d in members
             ):
-                reasons.append(f"skipping flavor {name} as it is not found in the "
-                               f"nomination mapping for resource {res}")
+                reasons.append(
+                    f"skipping flavor {name} as it is not found in the "
+                    f"nomination mapping for resource {res}"
+                )
                 continue
             why = self._eligible(name, members, group.covered_resources)
             if why is not None:
@@ -267,45 +272,9 @@ class FlavorAssigner:
     def _eligible(
         self, name: str, members: list[PodSetDraft], covered: Sequence[str]
     ) -> str | None:
-        """kueue-semantics §4.2; returns the reason the flavor is rejected."""
-        flavor = self.snapshot.flavors.get(name)
-        if flavor is None:
-            return f"flavor {name} not found"
-        for d in members:
-            why = self._tas_match(d.pod_set, flavor, covered)
-            if why is not None:
-                return why
-            tolerations = d.pod_set.placement.tolerations + flavor.tolerations
-            bad = untolerated(flavor.node_taints, tolerations)
-            if bad:
-                t = bad[0]
-                return (f"untolerated taint {{{t.key} {t.value} {t.effect}}} "
-                        f"in flavor {name}")
-            if not d.pod_set.placement.matches_flavor(flavor.node_labels):
-                return f"flavor {name} doesn't match node affinity"
-        return None
-
-    def _tas_match(
-        self, ps: PodSet, flavor: ResourceFlavor, covered: Sequence[str]
-    ) -> str | None:
-        explicit = ps.topology.requests_tas
-        if explicit or self.tas_only:
-            if not explicit:
-                return None  # implied TAS accepts the queue's (TAS) flavors
-            if not flavor.is_tas:
-                if not any(r in covered for r in ps.requests):
-                    return None
-                return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
-            topo = self.snapshot.topologies.get(flavor.topology_name or "")
-            levels = topo.levels if topo is not None else ()
-            wanted = [x for x in (ps.topology.required, ps.topology.preferred) if x]
-            wanted += [s.level for s in ps.topology.slices]
-            if any(level not in levels for level in wanted):
-                return f'Flavor "{flavor.name}" does not contain the requested level'
-            return None
-        if flavor.is_tas:
-            return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
-        return None
+        return flavor_rejection(
+            self.snapshot, self.cq, name, [d.pod_set for d in members], covered
+        )
 
     def _fits_quota(
         self, fr: FR, assumed: int, request: int
@@ -317,18 +286,24 @@ class FlavorAssigner:
         val = assumed + request
         max_capacity = quota.potential_available(cq, fr)
         if val > max_capacity:
-            return PreemptionMode.NO_FIT, 0, (
-                f"insufficient quota for {res} in flavor {flavor}, previously "
-                f"considered podsets requests ({format_units(res, assumed)}) + "
-                f"current podset request ({format_units(res, request)}) > maximum "
-                f"capacity ({format_units(res, max_capacity)})"
+            return (
+                PreemptionMode.NO_FIT,
+                0,
+                (
+                    f"insufficient quota for {res} in flavor {flavor}, previously "
+                    f"considered podsets requests ({format_units(res, assumed)}) + "
+                    f"current podset request ({format_units(res, request)}) > maximum "
+                    f"capacity ({format_units(res, max_capacity)})"
+                ),
             )
         borrow, may_reclaim = quota.lowest_fitting_subtree(cq, fr, val)
         available = quota.available(cq, fr)
         if val <= available:
             return PreemptionMode.FIT, borrow, None
-        why = (f"insufficient unused quota for {res} in flavor {flavor}, "
-               f"{format_units(res, val - available)} more needed")
+        why = (
+            f"insufficient unused quota for {res} in flavor {flavor}, "
+            f"{format_units(res, val - available)} more needed"
+        )
         can_borrow_preempt = self.cq.preemption.borrow_within_cohort.policy != "Never"
         if quota.nominal(cq, fr) >= val or may_reclaim or can_borrow_preempt:
             mode, borrow_after = self.oracle(self.wl, fr, val)
@@ -342,20 +317,35 @@ class FlavorAssigner:
         out: dict[str, dict[str, list[TasPodSetRequest]]] = {}
         for i, d in enumerate(asg.pod_sets):
             ps = d.pod_set
-            if not requests_tas(ps, self.cq, self.tas_only) or d.error or d.count == 0:
+            if not requests_tas(ps, self.snapshot, self.cq) or d.error or d.count == 0:
                 continue
             if d.topology is not None:
                 continue
-            tas = sorted({p.flavor for p in d.flavors.values()
-                          if self.snapshot.flavors[p.flavor].is_tas})
+            tas = sorted(
+                {
+                    p.flavor
+                    for p in d.flavors.values()
+                    if self.snapshot.flavors[p.flavor].is_tas
+                }
+            )
             if len(tas) != 1:
-                d.error = ("no TAS flavor assigned" if not tas else
-                           f"multiple TAS flavors assigned: {', '.join(tas)}")
+                d.error = (
+                    "no TAS flavor assigned"
+                    if not tas
+                    else f"multiple TAS flavors assigned: {', '.join(tas)}"
+                )
                 asg.forced = None
                 continue
-            req = TasPodSetRequest(name=ps.name, count=d.count, requests=ps.requests,
-                                   topology=ps.topology, placement=ps.placement)
-            out.setdefault(tas[0], {}).setdefault(ps.topology.group or f"#{i}", []).append(req)
+            req = TasPodSetRequest(
+                name=ps.name,
+                count=d.count,
+                requests=ps.requests,
+                topology=ps.topology,
+                placement=ps.placement,
+            )
+            out.setdefault(tas[0], {}).setdefault(
+                ps.topology.group or f"#{i}", []
+            ).append(req)
         return {f: list(groups.values()) for f, groups in sorted(out.items())}
 
     def find_topology(
@@ -368,7 +358,8 @@ class FlavorAssigner:
             for flavor, groups in requests.items():
                 tolerations = self.snapshot.flavors[flavor].tolerations
                 result = self.state.tas.find_assignments(
-                    flavor, groups, empty=empty, tolerations=tolerations)
+                    flavor, groups, empty=empty, tolerations=tolerations
+                )
                 if result.assignments is None:
                     return result
                 merged.update(result.assignments)
@@ -393,8 +384,11 @@ class FlavorAssigner:
         for d in asg.pod_sets:
             if d.topology is None:
                 continue
-            flavor = next(p.flavor for p in d.flavors.values()
-                          if self.snapshot.flavors[p.flavor].is_tas)
+            flavor = next(
+                p.flavor
+                for p in d.flavors.values()
+                if self.snapshot.flavors[p.flavor].is_tas
+            )
             out.append(TasUsage(flavor, d.topology, dict(d.pod_set.requests)))
         return out
 
@@ -403,7 +397,9 @@ class FlavorAssigner:
         if asg.mode() is Mode.FIT and requests:
             result = self.find_topology(requests)
             if result.assignments is None:
-                failed = result.failed_pod_set or next(iter(requests.values()))[0][0].name
+                failed = (
+                    result.failed_pod_set or next(iter(requests.values()))[0][0].name
+                )
                 for d in asg.pod_sets:
                     if d.name == failed:
                         d.reasons.append(result.reason or "topology placement failed")
@@ -413,7 +409,9 @@ class FlavorAssigner:
         if asg.mode() is Mode.PREEMPT and requests:
             result = self.find_topology(requests, empty=True)
             if result.assignments is None:
-                failed = result.failed_pod_set or next(iter(requests.values()))[0][0].name
+                failed = (
+                    result.failed_pod_set or next(iter(requests.values()))[0][0].name
+                )
                 for d in asg.pod_sets:
                     if d.name == failed:
                         d.reasons.append(result.reason or "topology placement failed")

@@ -1,7 +1,7 @@
 """Kueue's classical preemption: candidates, ordering, remove-until-fit, fill back.
 
 Follows ``preemption.go: classicalPreemptions`` and ``classical/*.go``
-(kueue-semantics §5.1–5.3).  The search is order-sensitive by design; the
+(kueue-semantics §5.1-5.3).  The search is order-sensitive by design; the
 result is minimal only with respect to Kueue's heuristic, which is exactly
 what a "what would Kueue do" dry run must reproduce.
 """
@@ -68,8 +68,13 @@ def candidate_order(preemptor_cq: str) -> Callable[[WlInfo], tuple[object, ...]]
 
     def key(c: WlInfo) -> tuple[object, ...]:
         reserved = c.obj.quota_reserved_at or NOW
-        return (not c.evicted, c.cq == preemptor_cq, c.priority,
-                -reserved.timestamp() if reserved != NOW else float("-inf"), c.uid)
+        return (
+            not c.evicted,
+            c.cq == preemptor_cq,
+            c.priority,
+            -reserved.timestamp() if reserved != NOW else float("-inf"),
+            c.uid,
+        )
 
     return key
 
@@ -97,13 +102,18 @@ class Preemptor:
         same = self._same_queue(wl, cq, frs_need)
         hierarchy, priority = self._cohort_candidates(wl, cq, usage, frs_need)
         order = candidate_order(wl.cq)
-        lists = [sorted(lst, key=lambda c: order(c.info)) for lst in
-                 (hierarchy, priority, same)]
+        lists = [
+            sorted(lst, key=lambda c: order(c.info))
+            for lst in (hierarchy, priority, same)
+        ]
         candidates = [c for lst in lists for c in lst if c.info.evicted] + [
-            c for lst in lists for c in lst if not c.info.evicted]
+            c for lst in lists for c in lst if not c.info.evicted
+        ]
         forbidden = borrow_forbidden(cq)
-        if not hierarchy and not priority or (
-            forbidden and not self._under_nominal(wl.cq, frs_need)
+        if (
+            (not hierarchy
+            and not priority)
+            or (forbidden and not self._under_nominal(wl.cq, frs_need))
         ):
             attempts = [True]
         elif forbidden and not hierarchy:
@@ -131,14 +141,21 @@ class Preemptor:
     # -- candidate collection ---------------------------------------------
 
     def _classify(
-        self, wl: WlInfo, cq: ClusterQueue, cand: WlInfo, frs_need: frozenset[FR],
+        self,
+        wl: WlInfo,
+        cq: ClusterQueue,
+        cand: WlInfo,
+        frs_need: frozenset[FR],
         advantage: bool,
     ) -> Variant | None:
         if not (cand.frs & frs_need):
             return None
         same = cand.cq == wl.cq
-        policy = (cq.preemption.within_cluster_queue if same
-                  else cq.preemption.reclaim_within_cohort)
+        policy = (
+            cq.preemption.within_cluster_queue
+            if same
+            else cq.preemption.reclaim_within_cohort
+        )
         if not satisfies_policy(wl, cand, policy):
             return None
         if same:
@@ -155,8 +172,13 @@ class Preemptor:
         return Variant.RECLAIM_WHILE_BORROWING
 
     def _from_queue(
-        self, wl: WlInfo, cq: ClusterQueue, queue: str, lca: QuotaNode | None,
-        frs_need: frozenset[FR], advantage: bool,
+        self,
+        wl: WlInfo,
+        cq: ClusterQueue,
+        queue: str,
+        lca: QuotaNode | None,
+        frs_need: frozenset[FR],
+        advantage: bool,
     ) -> list[_Candidate]:
         out = []
         for info in self.state.running.get(queue, {}).values():
@@ -185,7 +207,10 @@ class Preemptor:
         return fits, remaining
 
     def _cohort_candidates(
-        self, wl: WlInfo, cq: ClusterQueue, usage: Mapping[FR, int],
+        self,
+        wl: WlInfo,
+        cq: ClusterQueue,
+        usage: Mapping[FR, int],
         frs_need: frozenset[FR],
     ) -> tuple[list[_Candidate], list[_Candidate]]:
         hierarchy: list[_Candidate] = []
@@ -198,7 +223,9 @@ class Preemptor:
         current: QuotaNode | None = node.parent
         while current is not None:
             target = hierarchy if advantage else priority
-            self._collect(wl, cq, current, current, previous, advantage, frs_need, target)
+            self._collect(
+                wl, cq, current, current, previous, advantage, frs_need, target
+            )
             fits, remaining = self._fits_in(current, remaining)
             advantage = advantage or fits
             previous = current
@@ -206,8 +233,14 @@ class Preemptor:
         return hierarchy, priority
 
     def _collect(
-        self, wl: WlInfo, cq: ClusterQueue, cohort: QuotaNode, root: QuotaNode,
-        skip: QuotaNode | None, advantage: bool, frs_need: frozenset[FR],
+        self,
+        wl: WlInfo,
+        cq: ClusterQueue,
+        cohort: QuotaNode,
+        root: QuotaNode,
+        skip: QuotaNode | None,
+        advantage: bool,
+        frs_need: frozenset[FR],
         out: list[_Candidate],
     ) -> None:
         children = sorted(cohort.children, key=lambda c: c.id)
@@ -250,7 +283,10 @@ class Preemptor:
         return True
 
     def _fits(
-        self, wl: WlInfo, usage: Mapping[FR, int], borrowing: bool,
+        self,
+        wl: WlInfo,
+        usage: Mapping[FR, int],
+        borrowing: bool,
         tas_fits: Callable[[], bool] | None,
     ) -> bool:
         for fr, v in usage.items():
@@ -261,8 +297,12 @@ class Preemptor:
         return tas_fits is None or tas_fits()
 
     def _fill_back(
-        self, wl: WlInfo, usage: Mapping[FR, int], borrowing: bool,
-        tas_fits: Callable[[], bool] | None, targets: list[Target],
+        self,
+        wl: WlInfo,
+        usage: Mapping[FR, int],
+        borrowing: bool,
+        tas_fits: Callable[[], bool] | None,
+        targets: list[Target],
     ) -> list[Target]:
         """Add back all but the last target while the preemptor still fits."""
         i = len(targets) - 2

@@ -52,8 +52,7 @@ class PendingQueue:
     def pop(self) -> WlInfo | None:
         """The head: the sticky preemptor first (BestEffortFIFO), else the heap top."""
         if self.sticky is not None and not self.strict and self.sticky in self.active:
-            info = self.active.pop(self.sticky)
-            return info
+            return self.active.pop(self.sticky)
         while self._heap:
             _, info = heapq.heappop(self._heap)
             if self.active.get(info.key) is info:

@@ -49,7 +49,8 @@ class Outcome:
     """What the run decided, by workload key."""
 
     admitted: dict[str, tuple[str, tuple[PodSetAssignment, ...]]] = field(
-        default_factory=dict)
+        default_factory=dict
+    )
     preempted: dict[str, tuple[str, str]] = field(default_factory=dict)
     """victim -> (preemptor, reason)."""
     reasons: dict[str, str] = field(default_factory=dict)
@@ -99,14 +100,24 @@ class GreedyScheduler:
             blocked = self.snapshot.blocked_reason(info.obj)
             if blocked is not None:
                 self.outcome.reasons[info.key] = blocked
-                reason = (Requeue.NAMESPACE_MISMATCH if blocked.startswith("namespace")
-                          else Requeue.NO_FIT)
+                reason = (
+                    Requeue.NAMESPACE_MISMATCH
+                    if blocked.startswith("namespace")
+                    else Requeue.NO_FIT
+                )
                 progress |= queue.requeue(info, reason)
                 continue
             assignment, targets = self.get_assignments(info)
             entries.append(Entry(info, assignment, targets))
-        entries.sort(key=lambda e: (e.assignment.borrowing, -e.info.priority,
-                                    e.info.queue_ts.timestamp(), e.info.cq, e.info.uid))
+        entries.sort(
+            key=lambda e: (
+                e.assignment.borrowing,
+                -e.info.priority,
+                e.info.queue_ts.timestamp(),
+                e.info.cq,
+                e.info.uid,
+            )
+        )
         preempted: dict[str, WlInfo] = {}
         for e in entries:
             progress |= self.process(e, preempted)
@@ -137,7 +148,8 @@ class GreedyScheduler:
         quota = self.state.quota
         if not targets:
             return PreemptionMode.NO_CANDIDATES, quota.lowest_fitting_subtree(
-                wl.cq, fr, val)[0]
+                wl.cq, fr, val
+            )[0]
         undo = self.state.simulate_removal(t.info for t in targets)
         borrow = quota.lowest_fitting_subtree(wl.cq, fr, val)[0]
         undo()
@@ -157,8 +169,11 @@ class GreedyScheduler:
             return fa.find_topology(requests).assignments is not None
 
         return self.preemptor.get_targets(
-            fa.wl, asg.quota_usage(), asg.frs_need_preemption(),
-            tas_fits if requests else None)
+            fa.wl,
+            asg.quota_usage(),
+            asg.frs_need_preemption(),
+            tas_fits if requests else None,
+        )
 
     def get_assignments(
         self, info: WlInfo, pinned: dict[str, dict[str, str]] | None = None
@@ -195,8 +210,10 @@ class GreedyScheduler:
         found: dict[int, tuple[Assignment, list[Target]]] = {}
 
         def ok(i: int) -> bool:
-            counts = [p.count - (d * i) // total for p, d in zip(pod_sets, deltas,
-                                                                strict=True)]
+            counts = [
+                p.count - (d * i) // total
+                for p, d in zip(pod_sets, deltas, strict=True)
+            ]
             asg = fa.assign(counts)
             m = asg.mode()
             if m is Mode.FIT:
@@ -244,8 +261,10 @@ class GreedyScheduler:
         quota_ok, tas_ok = self._fits(e, preempted)
         overlap = any(t.info.key in preempted for t in e.targets)
         if overlap or (quota_ok and not tas_ok):
-            pinned = {ps.name: {r: p.flavor for r, p in ps.flavors.items()}
-                      for ps in e.assignment.pod_sets}
+            pinned = {
+                ps.name: {r: p.flavor for r, p in ps.flavors.items()}
+                for ps in e.assignment.pod_sets
+            }
             undo = self.state.simulate_removal(preempted.values()) if overlap else None
             e.assignment, e.targets = self.get_assignments(e.info, pinned)
             if undo is not None:
@@ -261,19 +280,26 @@ class GreedyScheduler:
         if mode is Mode.PREEMPT and not e.targets:
             e.requeue = Requeue.NO_CANDIDATES
             e.message = (e.assignment.message() or "waiting for quota") + (
-                "; no preemption candidates")
+                "; no preemption candidates"
+            )
             if cq.preemption.reclaim_within_cohort != "Any":
                 self._reserve(e)
             return False
         if mode is Mode.DEFERRED_FIT:
             e.requeue = Requeue.PENDING_PREEMPTION
-            e.message = ("overlapping preemption targets with another workload; "
-                         "fits after those preemptions complete")
-            self._temp_usage(e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage)
+            e.message = (
+                "overlapping preemption targets with another workload; "
+                "fits after those preemptions complete"
+            )
+            self._temp_usage(
+                e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage
+            )
             return False
         if any(t.info.key in preempted for t in e.targets):
             e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
-            e.message = "Workload has overlapping preemption targets with another workload"
+            e.message = (
+                "Workload has overlapping preemption targets with another workload"
+            )
             return False
         if not (quota_ok and tas_ok):
             e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
@@ -282,7 +308,9 @@ class GreedyScheduler:
         for t in e.targets:
             preempted[t.info.key] = t.info
         if mode is Mode.PREEMPT:
-            self._temp_usage(e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage)
+            self._temp_usage(
+                e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage
+            )
             e.status, e.requeue = Status.PREEMPTING, Requeue.PENDING_PREEMPTION
             names = ", ".join(sorted(t.info.key for t in e.targets))
             e.message = f"waiting for the preemption of {names}"
@@ -323,8 +351,13 @@ class GreedyScheduler:
             )
             for d in e.assignment.pod_sets
         )
-        info = WlInfo(obj=e.info.obj, cq=e.info.cq, usage=e.assignment.quota_usage(),
-                      frs=admission_frs(psas), tas=list(e.assignment.tas_usage))
+        info = WlInfo(
+            obj=e.info.obj,
+            cq=e.info.cq,
+            usage=e.assignment.quota_usage(),
+            frs=admission_frs(psas),
+            tas=list(e.assignment.tas_usage),
+        )
         self.state.add(info)
         queue = self.queues[e.info.cq]
         if queue.sticky == e.info.key:
@@ -340,7 +373,9 @@ class GreedyScheduler:
                     continue
                 if queue.strict and head is not None and key != head:
                     self.outcome.reasons[key] = (
-                        f"waiting behind {head} in StrictFIFO ClusterQueue {name}")
+                        f"waiting behind {head} in StrictFIFO ClusterQueue {name}"
+                    )
                 else:
                     self.outcome.reasons[key] = (
-                        f"not yet considered in ClusterQueue {name} (cycle limit)")
+                        f"not yet considered in ClusterQueue {name} (cycle limit)"
+                    )

@@ -22,7 +22,7 @@ def outcome_to_plan(
         for key, (cq, psas) in sorted(outcome.admitted.items())
     )
     preemptions = tuple(
-        PlanPreemption(workload=victim, preemptor=preemptor, reason=reason)  # type: ignore[arg-type]
+        PlanPreemption(workload=victim, preemptor=preemptor, reason=reason)
         for victim, (preemptor, reason) in sorted(outcome.preempted.items())
     )
     pending = tuple(

@@ -64,13 +64,18 @@ def running_info(snapshot: Snapshot, w: Workload) -> WlInfo:
         if psa.topology_assignment is None or psa.count <= 0:
             continue
         flavor = next(
-            (f for f in psa.flavors.values()
-             if f in snapshot.flavors and snapshot.flavors[f].is_tas),
+            (
+                f
+                for f in psa.flavors.values()
+                if f in snapshot.flavors and snapshot.flavors[f].is_tas
+            ),
             None,
         )
         if flavor is None:
             continue
-        per_pod = {r: v // psa.count for r, v in psa.resource_usage.items() if r != "pods"}
+        per_pod = {
+            r: v // psa.count for r, v in psa.resource_usage.items() if r != "pods"
+        }
         tas.append(TasUsage(flavor, psa.topology_assignment, per_pod))
     return WlInfo(
         obj=w,
@@ -120,7 +125,9 @@ class ClusterState:
 
         return undo
 
-    def add_usage(self, cq: str, usage: Mapping[FR, int], tas: Iterable[TasUsage]) -> None:
+    def add_usage(
+        self, cq: str, usage: Mapping[FR, int], tas: Iterable[TasUsage]
+    ) -> None:
         """Snapshot-only usage (reservations, preemptors waiting for victims)."""
         self.quota.add_usage(cq, usage)
         for t in tas:

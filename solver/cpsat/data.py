@@ -1,0 +1,387 @@
+"""Compile a snapshot into the index-based data the CP-SAT model is built from.
+
+Everything here is static for one solve: which pending workloads the model
+decides (free) and which it only accounts for (fixed), each pod-set group's
+eligible flavors per resource group, the quota tree in §9's linear form,
+TAS leaves with their free capacity, and which running workloads each
+pending workload may preempt.  Pods of a pod set are identical, so
+placements are integer counts per leaf, never Booleans per pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from models.cluster import HOSTNAME_LABEL, ClusterQueue
+from models.quantity import UNLIMITED
+from models.scheduling import untolerated
+from models.snapshot import Snapshot
+from models.workload import PodSet, Workload
+from solver.eligibility import flavor_rejection, requests_tas
+from solver.greedy.preemption import satisfies_policy
+from solver.greedy.state import WlInfo, running_info
+from solver.quota import FR, QuotaNode, QuotaTree
+
+PODS = "pods"
+
+
+@dataclass(slots=True)
+class Leaf:
+    """A TAS capacity unit: one node (hostname leaves) or an aggregated leaf."""
+
+    idx: int
+    key: tuple[str, ...]
+    """("node", name) — shared by every hostname-level flavor — or
+    ("leaf", flavor, *path) for aggregated leaves."""
+    free: dict[str, int]
+    node: str | None
+
+
+@dataclass(slots=True)
+class FlavorTopo:
+    """One TAS flavor: its levels and leaves (by path)."""
+
+    name: str
+    levels: tuple[str, ...]
+    hostname: bool
+    leaves: list[int]
+    paths: dict[int, tuple[str, ...]]
+    """leaf -> values from the highest level down to the leaf."""
+    by_value: dict[tuple[str, ...], int] = field(default_factory=dict)
+    """topologyAssignment domain values (hostname only, or the full path,
+    as Kueue writes them) -> leaf."""
+
+    def assignment_values(self, leaf: int) -> tuple[str, ...]:
+        path = self.paths[leaf]
+        return path[-1:] if self.hostname else path
+
+
+@dataclass(slots=True)
+class PodSetData:
+    idx: int
+    wl: int
+    ps: PodSet
+    group: int
+    tas: bool
+    min_count: int
+    count: int
+    requests: dict[str, int]
+    """Per pod, plus ``pods: 1`` when the queue covers ``pods``."""
+
+
+@dataclass(slots=True)
+class GroupData:
+    """Pod sets sharing flavors (a podSetGroupName group, or one pod set)."""
+
+    idx: int
+    wl: int
+    pod_sets: list[int]
+    flavors: dict[int, list[str]]
+    """resource group index -> eligible flavors (in the queue's order)."""
+
+
+@dataclass(slots=True)
+class WorkloadData:
+    idx: int
+    info: WlInfo
+    cq: ClusterQueue
+    groups: list[int] = field(default_factory=list)
+    pod_sets: list[int] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return self.info.key
+
+    @property
+    def obj(self) -> Workload:
+        return self.info.obj
+
+
+@dataclass(slots=True)
+class VictimData:
+    idx: int
+    info: WlInfo
+    leaf_usage: dict[int, dict[str, int]]
+    """TAS usage this workload holds per leaf (released if preempted)."""
+
+
+@dataclass(slots=True)
+class ModelData:
+    snapshot: Snapshot
+    tree: QuotaTree
+    workloads: list[WorkloadData]
+    groups: list[GroupData]
+    pod_sets: list[PodSetData]
+    victims: list[VictimData]
+    leaves: list[Leaf]
+    topos: dict[str, FlavorTopo]
+    base_usage: dict[str, dict[FR, int]]
+    """Per queue: usage of every quota holder that is not a free decision."""
+    pairs: dict[int, list[tuple[int, frozenset[FR], bool]]]
+    """victim -> [(workload, flavor-resources that make the pair valid,
+    needs the preemptor to stay within nominal)]."""
+    strict_chains: list[list[int]]
+    unsupported: dict[str, str]
+
+
+def _leaf_tables(snap: Snapshot) -> tuple[list[Leaf], dict[str, FlavorTopo]]:
+    """TAS leaves with free capacity = allocatable - non-TAS pods - TAS usage."""
+    leaves: list[Leaf] = []
+    by_key: dict[tuple[str, ...], int] = {}
+    topos: dict[str, FlavorTopo] = {}
+    pod_usage = snap.pod_usage_by_node
+    for name, flavor in sorted(snap.flavors.items()):
+        topo = snap.topologies.get(flavor.topology_name or "")
+        if topo is None:
+            continue
+        hostname = topo.levels[-1] == HOSTNAME_LABEL
+        ft = FlavorTopo(name, topo.levels, hostname, [], {})
+        for node in snap.flavor_nodes(flavor):
+            path = tuple(node.labels[level] for level in topo.levels)
+            key = ("node", node.name) if hostname else ("leaf", name, *path)
+            if key not in by_key:
+                by_key[key] = len(leaves)
+                leaves.append(
+                    Leaf(len(leaves), key, {}, node.name if hostname else None)
+                )
+                ft.leaves.append(by_key[key])
+            leaf = leaves[by_key[key]]
+            used = pod_usage.get(node.name, {})
+            for r, v in node.allocatable.items():
+                leaf.free[r] = leaf.free.get(r, 0) + v - used.get(r, 0)
+            ft.paths[by_key[key]] = path
+            ft.by_value[path[-1:] if hostname else path] = by_key[key]
+        topos[name] = ft
+    return leaves, topos
+
+
+def compile_data(
+    snap: Snapshot,
+    free: Iterable[Workload] | None = None,
+    fixed: dict[str, WlInfo] | None = None,
+) -> ModelData:
+    """``free``: pending workloads the model decides (default: all admissible);
+    ``fixed``: already-decided admissions counted as running."""
+    tree = QuotaTree(snap)
+    leaves, topos = _leaf_tables(snap)
+    holders: list[WlInfo] = [running_info(snap, w) for w in snap.running]
+    holders += list((fixed or {}).values())
+    base: dict[str, dict[FR, int]] = {cq: {} for cq in snap.cluster_queues}
+    victims: list[VictimData] = []
+    for info in holders:
+        for fr, v in info.usage.items():
+            base[info.cq][fr] = base[info.cq].get(fr, 0) + v
+        leaf_usage: dict[int, dict[str, int]] = {}
+        for t in info.tas:
+            ft = topos.get(t.flavor)
+            if ft is None:
+                continue
+            for d in t.assignment.domains:
+                leaf = ft.by_value.get(tuple(d.values))
+                if leaf is None:
+                    continue
+                acc = leaf_usage.setdefault(leaf, {})
+                for r, v in t.per_pod.items():
+                    acc[r] = acc.get(r, 0) + v * d.count
+                acc[PODS] = acc.get(PODS, 0) + d.count
+        for leaf, usage in leaf_usage.items():
+            for r, v in usage.items():
+                leaves[leaf].free[r] = leaves[leaf].free.get(r, 0) - v
+        if info.key in (fixed or {}):
+            continue
+        victims.append(VictimData(len(victims), info, leaf_usage))
+    data = ModelData(snap, tree, [], [], [], victims, leaves, topos, base, {}, [], {})
+    chosen = (
+        list(free)
+        if free is not None
+        else [w for w in snap.pending if snap.blocked_reason(w) is None]
+    )
+    for w in sorted(chosen, key=lambda w: w.key):
+        if fixed and w.key in fixed:
+            continue
+        cq_name = snap.cluster_queue_of(w)
+        if cq_name is None or snap.blocked_reason(w) is not None:
+            continue
+        _add_workload(data, w, snap.cluster_queues[cq_name])
+    _add_pairs(data)
+    _add_chains(data)
+    return data
+
+
+def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
+    snap = data.snapshot
+    wd = WorkloadData(len(data.workloads), WlInfo(obj=w, cq=cq.name), cq)
+    groups: dict[str, list[PodSet]] = {}
+    for i, ps in enumerate(w.pod_sets):
+        groups.setdefault(ps.topology.group or f"#{i}", []).append(ps)
+    covers_pods = cq.group_of(PODS) is not None
+    new_groups: list[GroupData] = []
+    new_sets: list[PodSetData] = []
+    for members in groups.values():
+        gd = GroupData(len(data.groups) + len(new_groups), wd.idx, [], {})
+        requested = {r for ps in members for r, v in ps.requests.items() if v}
+        if covers_pods:
+            requested.add(PODS)
+        for r in sorted(requested):
+            g = cq.group_of(r)
+            if g is None:
+                data.unsupported[w.key] = f"resource {r} unavailable in ClusterQueue"
+                return
+            if g in gd.flavors:
+                continue
+            rg = cq.resource_groups[g]
+            eligible = [
+                fq.name
+                for fq in rg.flavors
+                if flavor_rejection(snap, cq, fq.name, members, rg.covered_resources)
+                is None
+            ]
+            if not eligible:
+                data.unsupported[w.key] = "no eligible flavor"
+                return
+            gd.flavors[g] = eligible
+        for ps in members:
+            tas = requests_tas(ps, snap, cq)
+            req = {r: v for r, v in ps.requests.items() if v}
+            if covers_pods:
+                req[PODS] = 1
+            pd = PodSetData(
+                len(data.pod_sets) + len(new_sets),
+                wd.idx,
+                ps,
+                gd.idx,
+                tas,
+                ps.min_count or ps.count,
+                ps.count,
+                req,
+            )
+            if tas:
+                tas_flavors = {
+                    f for fl in gd.flavors.values() for f in fl if f in data.topos
+                }
+                tas_groups = [
+                    g
+                    for g, fl in gd.flavors.items()
+                    if any(f in data.topos for f in fl)
+                ]
+                if len(tas_groups) > 1 or not tas_flavors:
+                    data.unsupported[w.key] = "TAS flavors in several resource groups"
+                    return
+            gd.pod_sets.append(pd.idx)
+            new_sets.append(pd)
+        new_groups.append(gd)
+    if sum(1 for p in new_sets if p.min_count < p.count) > 1:
+        data.unsupported[w.key] = "minCount on more than one pod set"
+        return
+    data.workloads.append(wd)
+    data.groups.extend(new_groups)
+    data.pod_sets.extend(new_sets)
+    wd.groups = [g.idx for g in new_groups]
+    wd.pod_sets = [p.idx for p in new_sets]
+
+
+def candidate_frs(data: ModelData, wd: WorkloadData) -> set[FR]:
+    out: set[FR] = set()
+    for g in wd.groups:
+        gd = data.groups[g]
+        rs = {r for p in gd.pod_sets for r in data.pod_sets[p].requests}
+        for rg, flavors in gd.flavors.items():
+            covered = wd.cq.resource_groups[rg].covered_resources
+            out.update((f, r) for f in flavors for r in rs if r in covered)
+    return out
+
+
+def _borrowing(node: QuotaNode, fr: FR) -> bool:
+    return node.usage.get(fr, 0) > node.subtree.get(fr, 0)
+
+
+def _add_pairs(data: ModelData) -> None:
+    """Which pending workload may evict which running one (the validator's rules)."""
+    tree, snap = data.tree, data.snapshot
+    for v in data.victims:
+        vcq = v.info.cq
+        if not snap.is_active(vcq):
+            continue
+        vnode = tree.node(vcq)
+        for wd in data.workloads:
+            cq = wd.cq
+            frs = frozenset(candidate_frs(data, wd) & v.info.frs)
+            if not frs:
+                continue
+            if vcq == cq.name:
+                if satisfies_policy(
+                    wd.info, v.info, cq.preemption.within_cluster_queue
+                ):
+                    data.pairs.setdefault(v.idx, []).append((wd.idx, frs, False))
+                continue
+            if tree.root(vcq) is not tree.root(cq.name) or vnode.parent is None:
+                continue
+            if not satisfies_policy(
+                wd.info, v.info, cq.preemption.reclaim_within_cohort
+            ):
+                continue
+            mine = _path(tree.node(cq.name))
+            lca = next((n for n in _path(vnode) if n in mine), None)
+            if lca is None:
+                continue
+            below = _path(vnode)[: _path(vnode).index(lca)]
+            ok = frozenset(fr for fr in frs if all(_borrowing(n, fr) for n in below))
+            if not ok:
+                continue
+            bwc = cq.preemption.borrow_within_cohort
+            thr = bwc.max_priority_threshold
+            borrow_ok = (
+                bwc.policy == "LowerPriority"
+                and v.info.priority < wd.info.priority
+                and (thr is None or v.info.priority <= thr)
+            )
+            data.pairs.setdefault(v.idx, []).append((wd.idx, ok, not borrow_ok))
+
+
+def _path(node: QuotaNode) -> list[QuotaNode]:
+    out = [node]
+    while out[-1].parent is not None:
+        out.append(out[-1].parent)
+    return out
+
+
+def _add_chains(data: ModelData) -> None:
+    """StrictFIFO: admitted only if every workload ahead in the queue is."""
+    by_cq: dict[str, list[WorkloadData]] = {}
+    for wd in data.workloads:
+        if wd.cq.queueing_strategy == "StrictFIFO":
+            by_cq.setdefault(wd.cq.name, []).append(wd)
+    for members in by_cq.values():
+        members.sort(key=lambda wd: (-wd.info.priority, wd.info.queue_ts, wd.info.uid))
+        data.strict_chains.append([wd.idx for wd in members])
+
+
+def leaf_fit(
+    data: ModelData,
+    pd: PodSetData,
+    flavor: str,
+    leaf: int,
+    release: dict[str, int] | None = None,
+) -> int:
+    """How many pods of ``pd`` fit on a leaf (optionally after releasing usage)."""
+    lf = data.leaves[leaf]
+    ft = data.topos[flavor]
+    if ft.hostname and lf.node is not None:
+        node = data.snapshot.nodes[lf.node]
+        fl = data.snapshot.flavors[flavor]
+        if untolerated(node.taints, pd.ps.placement.tolerations + fl.tolerations):
+            return 0
+        if not pd.ps.placement.matches_node(node.labels, node.name):
+            return 0
+    best = pd.count
+    per_pod = dict(pd.ps.requests)
+    per_pod[PODS] = 1
+    for r, need in per_pod.items():
+        if need <= 0:
+            continue
+        have = lf.free.get(r, 0) + (release or {}).get(r, 0)
+        if have >= UNLIMITED // 2:
+            continue
+        best = min(best, max(0, have) // need)
+    return best

@@ -1,0 +1,223 @@
+"""The only place that maps between Plans and model variable values."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from models.plan import Plan, PlanAdmission, PlanPending, PlanPreemption, SolverInfo
+from models.workload import PodSetAssignment, TopologyAssignment, TopologyDomain
+from solver.cpsat.constraints import Constraints
+from solver.cpsat.data import PODS, ModelData
+from solver.cpsat.variables import Variables
+
+
+def decisions_from_plan(
+    data: ModelData, v: Variables, plan: Plan
+) -> dict[int, int] | None:
+    """Proto index -> value for admissions, flavors, counts, placements, victims.
+
+    None when the plan uses something the model cannot express (e.g. a leaf
+    without a placement variable); the caller then starts cold.
+    """
+    out: dict[int, int] = {}
+    admitted = {a.workload: a for a in plan.admissions}
+    for wd in data.workloads:
+        wv = v.workloads[wd.idx]
+        adm = admitted.get(wd.key)
+        out[wv.admit.index] = int(adm is not None)
+        psas = {p.name: p for p in adm.pod_set_assignments} if adm else {}
+        for gd_idx in wd.groups:
+            gd = data.groups[gd_idx]
+            for rg, flavors in gd.flavors.items():
+                covered = wd.cq.resource_groups[rg].covered_resources
+                chosen = None
+                for p in gd.pod_sets:
+                    psa = psas.get(data.pod_sets[p].ps.name)
+                    if psa is None:
+                        continue
+                    chosen = chosen or next(
+                        (f for r, f in psa.flavors.items() if r in covered), None
+                    )
+                for f in flavors:
+                    out[wv.flavor[(gd.idx, rg, f)].index] = int(
+                        adm is not None and f == chosen
+                    )
+                if adm is not None and chosen not in flavors:
+                    return None
+        for p in wd.pod_sets:
+            pd = data.pod_sets[p]
+            var = v.pod_sets[p]
+            psa = psas.get(pd.ps.name)
+            count = psa.count if psa else 0
+            if pd.min_count < pd.count:
+                out[var.n.index] = count  # type: ignore[union-attr]
+            elif psa is not None and count != pd.count:
+                return None
+            for (rg, f), u in var.u.items():
+                covered = wd.cq.resource_groups[rg].covered_resources
+                chosen = next(
+                    (
+                        fl
+                        for r, fl in (psa.flavors.items() if psa else ())
+                        if r in covered
+                    ),
+                    None,
+                )
+                if chosen is None and psa is not None:
+                    # pod set requests nothing in this group: follow the group
+                    chosen = next(
+                        (
+                            ff
+                            for (g, rr, ff), x in v.workloads[wd.idx].flavor.items()
+                            if rr == rg and out.get(x.index)
+                        ),
+                        None,
+                    )
+                out[u.index] = count if f == chosen else 0
+            placed: dict[tuple[str, int], int] = defaultdict(int)
+            if psa is not None and psa.topology_assignment is not None:
+                tas = next((f for f in psa.flavors.values() if f in data.topos), None)
+                if tas is None:
+                    return None
+                topo = data.topos[tas]
+                for d in psa.topology_assignment.domains:
+                    leaf = topo.by_value.get(tuple(d.values))
+                    if leaf is None or (tas, leaf) not in var.place:
+                        return None
+                    placed[(tas, leaf)] += d.count
+            for place_key, x in var.place.items():
+                out[x.index] = placed.get(place_key, 0)
+            if sum(placed.values()) != (count if pd.tas and psa else 0):
+                return None
+    victims = {p.workload: p for p in plan.preemptions}
+    by_key = {wd.key: wd.idx for wd in data.workloads}
+    for vd, x in zip(data.victims, v.victims, strict=True):
+        pre = victims.get(vd.info.key)
+        out[x.index] = int(pre is not None)
+        chosen_w = by_key.get(pre.preemptor) if pre else None
+        for (w, vi), s in v.pairs.items():
+            if vi == vd.idx:
+                out[s.index] = int(w == chosen_w)
+        if pre is not None and (chosen_w, vd.idx) not in v.pairs:
+            return None
+    return out
+
+
+def _topology(
+    data: ModelData, flavor: str, counts: dict[int, int]
+) -> TopologyAssignment:
+    topo = data.topos[flavor]
+    domains = []
+    for leaf, c in counts.items():
+        domains.append(TopologyDomain(values=topo.assignment_values(leaf), count=c))
+    domains.sort(key=lambda d: d.values)
+    levels = (topo.levels[-1],) if topo.hostname else topo.levels
+    return TopologyAssignment(levels=levels, domains=tuple(domains))
+
+
+def plan_from_values(
+    data: ModelData,
+    v: Variables,
+    c: Constraints,
+    values: dict[int, int],
+    reasons: dict[str, str],
+) -> Plan:
+    admissions = []
+    admitted_idx: set[int] = set()
+    for wd in data.workloads:
+        wv = v.workloads[wd.idx]
+        if not values[wv.admit.index]:
+            continue
+        admitted_idx.add(wd.idx)
+        psas = []
+        for p in wd.pod_sets:
+            pd = data.pod_sets[p]
+            var = v.pod_sets[p]
+            n = values[var.n.index] if pd.min_count < pd.count else pd.count  # type: ignore[union-attr]
+            gd = data.groups[pd.group]
+            flavors: dict[str, str] = {}
+            for rg in gd.flavors:
+                chosen = next(
+                    f
+                    for f in gd.flavors[rg]
+                    if values[wv.flavor[(gd.idx, rg, f)].index]
+                )
+                for r in sorted(pd.requests):
+                    if r in wd.cq.resource_groups[rg].covered_resources:
+                        flavors[r] = chosen
+            usage = {r: q * n for r, q in pd.requests.items() if r in flavors}
+            if PODS in flavors:
+                usage[PODS] = n
+            topo = None
+            if pd.tas and n > 0:
+                counts: dict[str, dict[int, int]] = defaultdict(dict)
+                for (f, leaf), x in var.place.items():
+                    if values[x.index]:
+                        counts[f][leaf] = values[x.index]
+                for f, per_leaf in counts.items():
+                    topo = _topology(data, f, per_leaf)
+            psas.append(
+                PodSetAssignment(
+                    name=pd.ps.name,
+                    flavors=dict(sorted(flavors.items())),
+                    resource_usage=dict(sorted(usage.items())),
+                    count=n,
+                    topology_assignment=topo,
+                )
+            )
+        admissions.append(
+            PlanAdmission(
+                workload=wd.key,
+                cluster_queue=wd.cq.name,
+                pod_set_assignments=tuple(psas),
+            )
+        )
+    preemptions = []
+    for vd, x in zip(data.victims, v.victims, strict=True):
+        if not values[x.index]:
+            continue
+        w = next(
+            w
+            for (w, vi), s in sorted(v.pairs.items())
+            if vi == vd.idx and values[s.index]
+        )
+        wd = data.workloads[w]
+        reason = "InClusterQueue"
+        if vd.info.cq != wd.cq.name:
+            reason = "InCohortReclamation"
+            if _borrows(data, c, values, wd.cq.name) and (
+                wd.cq.preemption.borrow_within_cohort.policy != "Never"
+            ):
+                reason = "InCohortReclaimWhileBorrowing"
+        preemptions.append(
+            PlanPreemption(workload=vd.info.key, preemptor=wd.key, reason=reason)
+        )
+    keys = {data.workloads[i].key for i in admitted_idx}
+    pending = tuple(
+        PlanPending(
+            workload=w.key,
+            reason=reasons.get(w.key)
+            or data.unsupported.get(w.key)
+            or data.snapshot.blocked_reason(w)
+            or "not admitted by the optimizer",
+        )
+        for w in data.snapshot.pending
+        if w.key not in keys
+    )
+    return Plan(
+        solver=SolverInfo(name="cpsat", status="FEASIBLE"),
+        admissions=tuple(sorted(admissions, key=lambda a: a.workload)),
+        preemptions=tuple(sorted(preemptions, key=lambda p: p.workload)),
+        pending=pending,
+    )
+
+
+def _borrows(data: ModelData, c: Constraints, values: dict[int, int], cq: str) -> bool:
+    node = data.tree.node(cq)
+    for (q, fr), (terms, const, scale) in c.cq_usage.items():
+        if q != cq:
+            continue
+        used = scale * sum(coef * values[x.index] for coef, x in terms) + const
+        if used > node.nominal.get(fr, 0):
+            return True
+    return False
