@@ -25,7 +25,52 @@ from models.validate import (
 )
 from models.validate.context import Context, Violation
 
-__all__ = ["RULE_FAMILIES", "Violation", "validate"]
+__all__ = ["RULES", "RULE_FAMILIES", "Violation", "validate"]
+
+RULES: dict[str, str] = {
+    "bookkeeping.unknown-workload": "a plan entry names a Workload not in the instance",
+    "bookkeeping.not-pending": "an admitted or pending entry is not a pending workload",
+    "bookkeeping.missing": "a pending workload is neither admitted nor pending",
+    "bookkeeping.duplicate": "a pending workload appears more than once",
+    "bookkeeping.victim-not-running": "a preemption names a non-running workload",
+    "bookkeeping.victim-duplicate": "a running workload is preempted twice",
+    "bookkeeping.preemptor": "a preemptor is not a pending workload",
+    "bookkeeping.cluster-queue": "admitted to a queue other than its LocalQueue's",
+    "bookkeeping.not-admissible": "admitted although Kueue can never admit it "
+    "(inactive queue, namespace mismatch, missing queue, invalid request)",
+    "podsets.names": "podSetAssignments are not the spec pod sets in order",
+    "podsets.count": "admitted count outside [minCount or count, count]",
+    "podsets.resource-usage": "resourceUsage is not per-pod requests x count (+pods)",
+    "eligibility.uncovered-resource": "a requested resource the queue does not cover",
+    "eligibility.missing-flavor": "a requested resource has no flavor",
+    "eligibility.flavor-not-in-queue": "a flavor the resource's group does not offer",
+    "eligibility.resource-group": "two flavors within one resource group",
+    "eligibility.node-labels": "nodeSelector/affinity excludes the flavor's labels",
+    "eligibility.taints": "an untolerated NoSchedule/NoExecute flavor taint",
+    "eligibility.tas": "TAS request and TAS flavor disagree, or several TAS flavors",
+    "eligibility.topology-levels": "a requested level missing or slices not nested",
+    "quota.nominal": "a standalone queue over its nominalQuota",
+    "quota.borrowing-limit": "a queue or cohort over its quota plus borrowingLimit",
+    "quota.cohort": "a cohort tree over its total quota",
+    "quota.lending-limit": "a cohort tree over the quota its lendingLimits share",
+    "topology.missing": "a pod set on a TAS flavor without topologyAssignment",
+    "topology.unexpected": "a topologyAssignment without a TAS flavor",
+    "topology.levels": "assignment levels are not Kueue's for the Topology",
+    "topology.count": "domain counts not positive or not summing to the count",
+    "topology.domain": "a domain that is not a usable leaf of the flavor",
+    "topology.node-filter": "a hostname leaf the pod's taints/selector/affinity reject",
+    "topology.required-level": "a required level spanned by more than one domain",
+    "topology.slices": "a slice-level domain holding a partial slice",
+    "capacity.node": "a node over allocatable after the plan",
+    "capacity.domain": "a pooled (non-hostname) leaf over allocatable",
+    "preemption.policy": "the preemptor's queue policy forbids this victim",
+    "preemption.scope": "a victim outside the preemptor's cohort tree, in an "
+    "inactive queue, or a preemptor that cannot be admitted",
+    "preemption.not-borrowing": "a reclaimed queue (or cohort) is within its quota",
+    "preemption.no-shared-resource": "victim and preemptor share no flavor-resource",
+    "preemption.reason": "the reason contradicts the queues or their policy",
+}
+"""Every rule id the validator reports, with what it means."""
 
 RULE_FAMILIES: tuple[tuple[str, Callable[[Context], list[Violation]]], ...] = (
     ("bookkeeping", bookkeeping.check),
