@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "emulate",
         help="serve instance files through an emulated Kubernetes API server",
-        description="Start a loopback Kubernetes API server loaded with the objects of the "
+        description="Start a loopback Kubernetes API server loaded with the objects of "
+        "the "
         "given instance files, for dry runs of the live adapter with kubectl or "
         "any client. Runs until interrupted.",
     )

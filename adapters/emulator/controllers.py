@@ -30,7 +30,7 @@ def is_ready(pod: JSON) -> bool:
 
 
 def set_condition(conditions: list[JSON], cond: JSON) -> list[JSON]:
-    """Replace-or-append by type, keeping lastTransitionTime when status is unchanged."""
+    """Replace or append by type; keep lastTransitionTime if status is unchanged."""
     out = []
     found = False
     for cur in conditions:

@@ -1,4 +1,4 @@
-"""The programmatic entry point: an emulated API server running in a background thread."""
+"""The programmatic entry point: an emulated API server in a background thread."""
 
 from __future__ import annotations
 

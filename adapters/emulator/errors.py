@@ -207,7 +207,7 @@ PATCH_REJECTED = "the server rejected our request due to an error in our request
 
 
 def patch_not_applied() -> ApiError:
-    """What a failed JSON-patch ``test`` or a bad pointer yields (measured: 422, no detail)."""
+    """What a failed JSON-patch ``test`` or bad pointer yields (measured: bare 422)."""
     return ApiError(422, "Invalid", PATCH_REJECTED, {})
 
 

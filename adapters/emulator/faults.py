@@ -80,7 +80,7 @@ class Faults:
         resource: str | None = None,
         message: str = "injected fault",
     ) -> None:
-        """Answer matching requests with ``status`` (500 InternalError, 503, 429, ...)."""
+        """Answer matching requests with ``status`` (500 InternalError, 503, 429)."""
         self._add(
             _Rule(
                 "fail",
@@ -101,7 +101,7 @@ class Faults:
         path: str | None = None,
         resource: str | None = None,
     ) -> None:
-        """Hold matching requests for ``seconds`` before serving them (client timeouts)."""
+        """Hold matching requests ``seconds`` before serving (client timeouts)."""
         self._add(
             _Rule(
                 "delay",
@@ -116,19 +116,19 @@ class Faults:
     def conflict_on_write(
         self, nth: int = 1, count: int = 1, resource: str | None = None
     ) -> None:
-        """The ``nth`` matching write from now (and ``count - 1`` after it) gets a 409."""
+        """The ``nth`` matching write from now (and ``count - 1`` more) gets a 409."""
         self._add(_Rule("conflict", resource=resource, remaining=count, skip=nth - 1))
 
     def expire_next_watch(
         self, count: int = 1, resource: str | None = None, as_http: bool = False
     ) -> None:
-        """The next watches fail with 410 Expired: an ERROR event, or the HTTP status."""
+        """The next watches fail with 410 Expired: an ERROR event or HTTP status."""
         self._add(_Rule("expire", resource=resource, remaining=count, as_http=as_http))
 
     def drop_watches(
         self, after_events: int = 0, count: int = 1, resource: str | None = None
     ) -> None:
-        """The next watches are cut (no chunk terminator) after ``after_events`` events."""
+        """The next watches are cut (no chunk terminator) after ``after_events``."""
         self._add(
             _Rule("drop", resource=resource, remaining=count, after_events=after_events)
         )
@@ -139,7 +139,7 @@ class Faults:
             self._drop_generation[resource] = self._drop_generation.get(resource, 0) + 1
         self.wake()
 
-    # -- consulted by the server --------------------------------------------------------
+    # -- consulted by the server -------------------------------------------------------
 
     def _take(
         self, kind: str, method: str | None, path: str | None, resource: str | None

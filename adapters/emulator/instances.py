@@ -1,4 +1,4 @@
-"""Read instance files: YAML streams of Kubernetes objects, as ``kubectl get -o yaml`` prints.
+"""Read instance files: YAML streams of objects, as ``kubectl get -o yaml`` prints.
 
 A small reader of our own (the project loader may replace it): multi-document
 streams and ``kind: List`` / ``kind: <Kind>List`` wrappers, flattened into one

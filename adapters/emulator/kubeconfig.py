@@ -1,4 +1,4 @@
-"""Kubeconfig files pointing at an emulator, so any kubeconfig-driven tool can use it."""
+"""Kubeconfig files pointing at an emulator, for any kubeconfig-driven tool."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ CONTEXT = "placewise-emulator"
 
 
 def kubeconfig_dict(server: str, namespace: str = "default") -> dict[str, Any]:
-    """A single-context config; plain http with no credentials (the emulator has no auth)."""
+    """A single-context config: plain http, no credentials (the emulator has none)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",

@@ -1,4 +1,4 @@
-"""The three patch types the apiserver applies: JSON patch, merge patch, strategic merge.
+"""The apiserver's three patch types: JSON patch, merge patch, strategic merge.
 
 Strategic merge needs to know, per field, whether a list is merged by a key
 (``containers`` by ``name``), merged as a set of primitives (``finalizers``),
@@ -114,7 +114,7 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 def apply_json_patch(doc: JSON, ops: Any) -> JSON:
-    """Apply RFC 6902 operations to a copy; malformed documents are 400, failures 422."""
+    """Apply RFC 6902 operations to a copy; malformed is 400, not applicable 422."""
     if not isinstance(ops, list):
         raise bad_request(
             "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
@@ -164,7 +164,7 @@ def apply_json_patch(doc: JSON, ops: Any) -> JSON:
 
 
 def apply_merge_patch(doc: Any, patch: Any) -> Any:
-    """JSON merge patch: maps merge recursively, ``null`` deletes, anything else replaces."""
+    """JSON merge patch: maps merge recursively, ``null`` deletes, the rest replaces."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     out = dict(doc) if isinstance(doc, dict) else {}
@@ -388,7 +388,7 @@ def _apply_order(items: Any, order: list[Any], key: str | None) -> Any:
 
 
 def apply_strategic_merge_patch(doc: JSON, patch: Any, kind: str) -> JSON:
-    """Strategic merge of ``patch`` into a copy of ``doc`` using ``kind``'s merge keys."""
+    """Strategic merge of ``patch`` into a copy of ``doc`` by ``kind``'s merge keys."""
     if not isinstance(patch, dict):
         raise bad_request(
             "json: cannot unmarshal array into Go value of type map[string]interface {}"

@@ -30,9 +30,12 @@ JSON = dict[str, Any]
 NAMESPACES = ("", "namespaces")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 CONTINUE_EXPIRED = (
-    "The provided continue parameter is too old to display a consistent list result. You "
-    "can start a new list without the continue parameter, or use the continue token in this "
-    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "The provided continue parameter is too old to display a consistent list result. "
+    "You "
+    "can start a new list without the continue parameter, or use the continue token "
+    "in this "
+    "response to retrieve the remainder of the results. Continuing with the provided "
+    "token "
     "results in an inconsistent list - objects that were created, modified, or deleted "
     "between the time the first chunk was returned and now may show up in the list."
 )
@@ -77,7 +80,7 @@ def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
 
 
 class Registry:
-    """All object operations; every method takes the store lock for its whole duration."""
+    """All object operations; each holds the store lock for its whole duration."""
 
     def __init__(
         self, store: Store, table: ResourceTable, kubelet: bool = True
@@ -87,9 +90,6 @@ class Registry:
         self.kubelet = kubelet
 
     # -- helpers -----------------------------------------------------------------------
-
-    def lookup(self, sk: tuple[str, str], namespace: str, name: str) -> JSON | None:
-        return self.store.get(sk, namespace, name)
 
     def present(self, rt: ResourceType, obj: JSON, in_list: bool = False) -> JSON:
         """Serve a stored object as ``rt``'s version; typed list items carry no kind."""
@@ -121,7 +121,8 @@ class Registry:
                 rt.group,
                 name,
                 (
-                    f"unable to create new content in namespace {namespace} because it is being "
+                    f"unable to create new content in namespace {namespace} because "
+                    "it is being "
                     "terminated"
                 ),
             )
@@ -129,7 +130,7 @@ class Registry:
     def after_write(
         self, rt: ResourceType, obj: JSON | None, namespace: str
     ) -> JSON | None:
-        """Run the emulated controllers a write wakes; returns the object's latest state."""
+        """Run the emulated controllers a write wakes; return the latest state."""
         if obj is not None:
             meta = obj.get("metadata") or {}
             grace = meta.get("deletionGracePeriodSeconds")
@@ -143,7 +144,7 @@ class Registry:
             controllers.sync_pdbs(self.store, namespace)
         return obj
 
-    # -- reads ---------------------------------------------------------------------------
+    # -- reads -------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> JSON:
         return self.present(rt, self.require(rt, namespace, name))
@@ -196,7 +197,7 @@ class Registry:
             "items": [self.present(rt, o, in_list=True) for o in selected],
         }
 
-    # -- writes --------------------------------------------------------------------------
+    # -- writes ------------------------------------------------------------------------
 
     def create(
         self, rt: ResourceType, namespace: str, body: Any, dry_run: bool = False
@@ -228,7 +229,7 @@ class Registry:
             self._namespace_admission(rt, namespace, name)
             if self.store.get(rt.storage, namespace, name) is not None:
                 raise errors.already_exists(rt.plural, rt.group, name)
-            obj = strategies.prepare_create(rt, obj, self.lookup, from_api=True)
+            obj = strategies.prepare_create(rt, obj, self.store, from_api=True)
             if dry_run:
                 return self.present(rt, obj)
             stored = self.store.put(rt.storage, obj)
@@ -288,7 +289,8 @@ class Registry:
                     rt.group,
                     name,
                     (
-                        f"Precondition failed: UID in precondition: {old_meta.get('uid')}, "
+                        "Precondition failed: UID in precondition: "
+                        f"{old_meta.get('uid')}, "
                         f"UID in object meta: {meta['uid']}"
                     ),
                 )
@@ -353,7 +355,8 @@ class Registry:
                     rt.group,
                     name,
                     (
-                        f"Precondition failed: UID in precondition: {old_meta.get('uid')}, "
+                        "Precondition failed: UID in precondition: "
+                        f"{old_meta.get('uid')}, "
                         f"UID in object meta: {meta['uid']}"
                     ),
                 )
@@ -376,7 +379,8 @@ class Registry:
                     rt.group,
                     name,
                     (
-                        f"Precondition failed: UID in precondition: {opts.uid}, UID in object "
+                        f"Precondition failed: UID in precondition: {opts.uid}, UID "
+                        "in object "
                         f"meta: {meta.get('uid')}"
                     ),
                 )
@@ -416,7 +420,7 @@ class Registry:
             return self.present(rt, stored)
 
     def _grace(self, rt: ResourceType, pod: JSON, opts: DeleteOptions) -> int:
-        """Pods bound to a node and still running terminate gracefully; the rest go at once."""
+        """Bound, running pods terminate gracefully; everything else goes at once."""
         if rt.storage != controllers.PODS:
             return 0
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -481,7 +485,7 @@ class Registry:
             "items": items,
         }
 
-    # -- loading -------------------------------------------------------------------------
+    # -- loading -----------------------------------------------------------------------
 
     def load(self, objects: list[JSON]) -> None:
         """Seed instance-file objects (no watch events) and the namespaces they need."""
@@ -525,8 +529,9 @@ class Registry:
             raise ValueError(
                 f"duplicate object {rt.kind} {ns + '/' if ns else ''}{name}"
             )
-        strategies.validate_name(rt, name)
-        obj = strategies.prepare_create(rt, obj, self.lookup, from_api=False)
+        if not name:
+            raise ValueError(f"{rt.kind} without metadata.name")
+        obj = strategies.prepare_create(rt, obj, self.store, from_api=False)
         stored = self.store.seed(rt.storage, obj)
         if self.kubelet and rt.storage == controllers.PODS:
             controllers.kubelet_start(self.store, stored)
@@ -551,7 +556,8 @@ def _check_body(rt: ResourceType, body: Any) -> JSON:
     api_version = body.get("apiVersion")
     if api_version and api_version != rt.api_version:
         raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
+            f"the API version in the data ({api_version}) does not match the "
+            "expected API "
             f"version ({rt.api_version})"
         )
     return copy.deepcopy(body)

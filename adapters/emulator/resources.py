@@ -258,7 +258,7 @@ def builtin_table() -> list[ResourceType]:
     )
     rows += _builtin(
         "scheduling.k8s.io",
-        ("v1alpha1",) + _WORKLOAD_API_V,
+        ("v1alpha1", *_WORKLOAD_API_V),
         "workloads",
         "Workload",
         True,
@@ -285,7 +285,7 @@ def builtin_table() -> list[ResourceType]:
         short=("rf", "flavor", "flavors"),
     )
     rows += _crd(KUEUE, _KUEUE_V, "clusterqueues", "ClusterQueue", False, short=("cq",))
-    rows += _crd(KUEUE, _KUEUE_V + ("v1alpha1",), "cohorts", "Cohort", False)
+    rows += _crd(KUEUE, (*_KUEUE_V, "v1alpha1"), "cohorts", "Cohort", False)
     rows += _crd(
         KUEUE,
         _KUEUE_V,
@@ -304,7 +304,7 @@ def builtin_table() -> list[ResourceType]:
         status=False,
     )
     rows += _crd(
-        KUEUE, _KUEUE_V + ("v1alpha1",), "topologies", "Topology", False, status=False
+        KUEUE, (*_KUEUE_V, "v1alpha1"), "topologies", "Topology", False, status=False
     )
     rows += _crd(KUEUE, _KUEUE_V, "admissionchecks", "AdmissionCheck", False)
     rows += _crd(
@@ -359,7 +359,7 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 
 @dataclass
 class ResourceTable:
-    """Lookup by path (group, version, plural) and by (apiVersion, kind); thread-safe."""
+    """Lookup by path (group, version, plural) or (apiVersion, kind); thread-safe."""
 
     rows: list[ResourceType] = field(default_factory=builtin_table)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

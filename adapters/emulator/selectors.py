@@ -156,7 +156,7 @@ def from_label_selector_object(sel: JSON | None) -> LabelSelector | None:
     return tuple(reqs)
 
 
-# -- field selectors ---------------------------------------------------------------------
+# -- field selectors -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ and ``DynamicClient`` work unmodified. Keep-alive connections are tracked so
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import select
@@ -90,7 +91,7 @@ class ApiServer:
         self.watch_timeout = watch_timeout
         self.address = ""
 
-    # -- routing ------------------------------------------------------------------------
+    # -- routing -----------------------------------------------------------------------
 
     def _discovery(self, parts: list[str]) -> JSON | str | None:
         if parts == ["version"]:
@@ -138,7 +139,7 @@ class ApiServer:
             raise errors.resource_missing()
         return Route(rt, namespace, name, sub)
 
-    # -- dispatch -----------------------------------------------------------------------
+    # -- dispatch ----------------------------------------------------------------------
 
     def dispatch(
         self,
@@ -195,7 +196,7 @@ class ApiServer:
             )
         raise errors.method_not_allowed()
 
-    # -- HTTP ---------------------------------------------------------------------------
+    # -- HTTP --------------------------------------------------------------------------
 
     def handle(self, h: _Handler) -> None:
         method = h.command
@@ -275,10 +276,8 @@ class ApiServer:
             h.wfile.flush()
         except WatchDropped:
             h.close_connection = True
-            try:
+            with contextlib.suppress(OSError):
                 h.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         except OSError:
             h.close_connection = True
 
@@ -334,11 +333,13 @@ class HttpServer(ThreadingHTTPServer):
             self.connections.discard(request)
         super().shutdown_request(request)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Peers resetting keep-alive connections (or our own stop) are not errors."""
+        log.debug("connection from %s ended abruptly", client_address, exc_info=True)
+
     def cut_connections(self) -> None:
         with self._conn_lock:
             conns = list(self.connections)
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass

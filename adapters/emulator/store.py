@@ -75,7 +75,7 @@ class Store:
             return self._objects.get(sk, {}).get((namespace, name))
 
     def items(self, sk: StorageKey, namespace: str | None = None) -> list[JSON]:
-        """Objects in key order (namespace, name), as an etcd range read returns them."""
+        """Objects in key order (namespace, name), as an etcd range read gives them."""
         with self.lock:
             bucket = self._objects.get(sk, {})
             keys = sorted(k for k in bucket if namespace is None or k[0] == namespace)
@@ -101,7 +101,7 @@ class Store:
         return [state[k] for k in keys]
 
     def events_after(self, sk: StorageKey, revision: int) -> list[Event]:
-        """Events with a revision above ``revision``; 410 if the window moved past it."""
+        """Events after ``revision``; 410 if the window has moved past it."""
         with self.lock:
             oldest = self._compacted.get(sk, 0)
             if revision < oldest:

@@ -13,12 +13,12 @@ import copy
 import re
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from adapters.emulator import errors
 from adapters.emulator.quantity import resource_list
 from adapters.emulator.resources import ResourceType
+from adapters.emulator.store import Store
 
 JSON = dict[str, Any]
 
@@ -30,7 +30,8 @@ SYSTEM_PRIORITY_CLASSES: list[JSON] = [
         "metadata": {"name": name},
         "value": value,
         "preemptionPolicy": "PreemptLowerPriority",
-        "description": "Used for system critical pods that must not be moved from their "
+        "description": "Used for system critical pods that must not be moved from "
+        "their "
         "current node."
         if "node" in name
         else "Used for system critical pods that must run in the cluster, but can "
@@ -79,7 +80,7 @@ _POD_SPEC_FORBIDDEN = (
     "(allow it to be set to 1 if it was previously negative)"
 )
 
-Lookup = Callable[[tuple[str, str], str, str], JSON | None]
+PRIORITY_CLASSES = ("scheduling.k8s.io", "priorityclasses")
 
 
 def rfc3339(ts: float | None = None) -> str:
@@ -110,6 +111,7 @@ def validate_name(rt: ResourceType, name: str) -> None:
         )
     label_only = rt.plural == "namespaces"
     ok = _LABEL.match(name) if label_only else _SUBDOMAIN.match(name)
+    rule = _LABEL_MSG if label_only else _SUBDOMAIN_MSG
     if ok is None or len(name) > (63 if label_only else 253):
         raise errors.invalid(
             rt.kind_qualified,
@@ -118,7 +120,7 @@ def validate_name(rt: ResourceType, name: str) -> None:
                 (
                     "metadata.name",
                     "FieldValueInvalid",
-                    f'Invalid value: "{name}": {_LABEL_MSG if label_only else _SUBDOMAIN_MSG}',
+                    f'Invalid value: "{name}": {rule}',
                 )
             ],
         )
@@ -142,7 +144,7 @@ def qos_class(pod: JSON) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _pod_defaults(rt: ResourceType, pod: JSON, lookup: Lookup, strict: bool) -> None:
+def _pod_defaults(rt: ResourceType, pod: JSON, store: Store, strict: bool) -> None:
     spec = pod.setdefault("spec", {})
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
@@ -161,35 +163,37 @@ def _pod_defaults(rt: ResourceType, pod: JSON, lookup: Lookup, strict: bool) -> 
     class_name = spec.get("priorityClassName")
     value, policy = 0, "PreemptLowerPriority"
     if class_name:
-        pc = lookup(("scheduling.k8s.io", "priorityclasses"), "", str(class_name))
-        if pc is None:
-            if strict:
-                raise errors.forbidden(
-                    "pods",
-                    "",
-                    name,
-                    f"no PriorityClass with name {class_name} was found",
-                )
-        else:
-            value = int(pc.get("value", 0))
-            policy = str(pc.get("preemptionPolicy") or policy)
-    if strict and "priority" in spec and class_name and spec["priority"] != value:
+        pc = store.get(PRIORITY_CLASSES, "", str(class_name))
+        if pc is None and strict:
+            raise errors.forbidden(
+                "pods", "", name, f"no PriorityClass with name {class_name} was found"
+            )
+    else:
+        defaults = [c for c in store.items(PRIORITY_CLASSES) if c.get("globalDefault")]
+        pc = max(defaults, key=lambda c: int(c.get("value", 0)), default=None)
+        if pc is not None and strict:
+            spec["priorityClassName"] = (pc.get("metadata") or {}).get("name")
+    if pc is not None:
+        value = int(pc.get("value", 0))
+        policy = str(pc.get("preemptionPolicy") or policy)
+    if strict and spec.get("priority") is not None and spec["priority"] != value:
         raise errors.forbidden(
             "pods",
             "",
             name,
             (
-                f"the integer value of priority ({spec['priority']}) must not be provided in pod "
-                f"spec; priority admission controller computed {value} from the given "
-                f"PriorityClass name"
+                f"the integer value of priority ({spec['priority']}) must not be "
+                "provided "
+                f"in pod spec; priority admission controller computed {value} from the "
+                "given PriorityClass name"
             ),
         )
     spec.setdefault("priority", value)
     spec.setdefault("preemptionPolicy", policy)
 
 
-def prepare_create(rt: ResourceType, obj: JSON, lookup: Lookup, from_api: bool) -> JSON:
-    """Fill system metadata and apply create-time strategy; ``obj`` is owned by the caller.
+def prepare_create(rt: ResourceType, obj: JSON, store: Store, from_api: bool) -> JSON:
+    """Fill system metadata and apply the create strategy to ``obj`` (caller-owned).
 
     Objects loaded from instance files keep their uid, creationTimestamp and
     status (they describe an existing cluster); API creates get fresh ones.
@@ -209,7 +213,7 @@ def prepare_create(rt: ResourceType, obj: JSON, lookup: Lookup, from_api: bool) 
     if rt.generation:
         meta.setdefault("generation", 1)
     if rt.storage == ("", "pods"):
-        _pod_defaults(rt, obj, lookup, strict=from_api)
+        _pod_defaults(rt, obj, store, strict=from_api)
         if from_api or not (obj.get("status") or {}).get("phase"):
             status = obj["status"] = (
                 dict(obj.get("status") or {}) if not from_api else {}
@@ -239,7 +243,7 @@ _SYSTEM_META = (
 def prepare_update(
     rt: ResourceType, old: JSON, new: JSON, subresource: str | None
 ) -> JSON:
-    """Merge an incoming full object with the stored one as the update strategy would."""
+    """Merge an incoming object with the stored one, as the update strategy does."""
     new["apiVersion"], new["kind"] = rt.api_version, rt.kind
     if rt.status and subresource == "status":
         if rt.builtin:
@@ -333,7 +337,8 @@ def _validate_pod_update(rt: ResourceType, old: JSON, new: JSON) -> None:
                 (
                     "spec.schedulingGates",
                     "FieldValueForbidden",
-                    f"Forbidden: only deletion is allowed, but found new scheduling gate '{added[0]}'",
+                    "Forbidden: only deletion is allowed, but found new scheduling "
+                    f"gate '{added[0]}'",
                 )
             ],
         )
@@ -351,7 +356,8 @@ def _validate_pod_update(rt: ResourceType, old: JSON, new: JSON) -> None:
                     (
                         "spec.nodeSelector",
                         "FieldValueInvalid",
-                        "Invalid value: only additions to spec.nodeSelector are allowed "
+                        "Invalid value: only additions to spec.nodeSelector are "
+                        "allowed "
                         "(no mutations or deletions)",
                     )
                 ],

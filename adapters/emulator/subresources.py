@@ -47,7 +47,8 @@ def _pod_preconditions(pod: JSON, name: str, uid: str | None, rv: str | None) ->
             "",
             name,
             (
-                f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in "
+                f"Precondition failed: ResourceVersion in precondition: {rv}, "
+                "ResourceVersion in "
                 f"object meta: {meta.get('resourceVersion')}"
             ),
         )
@@ -56,7 +57,7 @@ def _pod_preconditions(pod: JSON, name: str, uid: str | None, rv: str | None) ->
 def bind(
     reg: Registry, pods: ResourceType, namespace: str, name: str, body: Any
 ) -> JSON:
-    """POST pods/{name}/binding: set spec.nodeName once, never on a gated or dying pod."""
+    """POST pods/{name}/binding: set spec.nodeName once; never for gated/dying pods."""
     if not isinstance(body, dict):
         raise errors.bad_request("Object 'Binding' is missing in request body")
     meta = body.get("metadata") or {}
@@ -202,8 +203,10 @@ def evict(
                 "",
                 name,
                 (
-                    f"the UID in the precondition ({opts.uid}) does not match the UID in record "
-                    f"({meta.get('uid')}). The object might have been deleted and then recreated"
+                    f"the UID in the precondition ({opts.uid}) does not match the "
+                    "UID in record "
+                    f"({meta.get('uid')}). The object might have been deleted and "
+                    "then recreated"
                 ),
             )
         if opts.resource_version and opts.resource_version != meta.get(
@@ -214,8 +217,10 @@ def evict(
                 "",
                 name,
                 (
-                    f"the ResourceVersion in the precondition ({opts.resource_version}) does not "
-                    f"match the ResourceVersion in record ({meta.get('resourceVersion')}). The "
+                    "the ResourceVersion in the precondition "
+                    f"({opts.resource_version}) does not "
+                    "match the ResourceVersion in record "
+                    f"({meta.get('resourceVersion')}). The "
                     "object might have been modified"
                 ),
             )

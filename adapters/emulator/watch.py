@@ -61,7 +61,7 @@ def plan_watch(
     faults: Faults,
     default_timeout: float,
 ) -> WatchPlan:
-    """Validate a watch request; raises ApiError before any byte of the stream is sent."""
+    """Validate a watch request; ApiError is raised before any byte is streamed."""
     labels = parse_label_selector(query.get("labelSelector"))
     fields = parse_field_selector(query.get("fieldSelector"), rt.field_labels())
     rv = query.get("resourceVersion", "")
