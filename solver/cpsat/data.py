@@ -14,16 +14,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from models.cluster import HOSTNAME_LABEL, ClusterQueue
+from models.plan import PlanAdmission
 from models.quantity import UNLIMITED
 from models.scheduling import untolerated
 from models.snapshot import Snapshot
-from models.workload import PodSet, Workload
+from models.workload import Admission, PodSet, Workload
 from solver.eligibility import flavor_rejection, requests_tas
 from solver.greedy.preemption import satisfies_policy
 from solver.greedy.state import WlInfo, running_info
 from solver.quota import FR, QuotaNode, QuotaTree
 
 PODS = "pods"
+MAX_REQUEST = 1 << 50
+"""Pod-set requests above this stay out of the model (coefficients must fit
+int64 with room for sums); no finite quota could admit them anyway."""
 
 
 @dataclass(slots=True)
@@ -123,6 +127,9 @@ class ModelData:
     needs the preemptor to stay within nominal)]."""
     strict_chains: list[list[int]]
     unsupported: dict[str, str]
+    fixed_admissions: list[PlanAdmission] = field(default_factory=list)
+    """Admissions decided outside the model (e.g. by greedy for workloads the
+    model cannot express); they are part of the returned plan."""
 
 
 def _leaf_tables(snap: Snapshot) -> tuple[list[Leaf], dict[str, FlavorTopo]]:
@@ -140,20 +147,40 @@ def _leaf_tables(snap: Snapshot) -> tuple[list[Leaf], dict[str, FlavorTopo]]:
         for node in snap.flavor_nodes(flavor):
             path = tuple(node.labels[level] for level in topo.levels)
             key = ("node", node.name) if hostname else ("leaf", name, *path)
-            if key not in by_key:
+            fresh = key not in by_key
+            if fresh:
                 by_key[key] = len(leaves)
                 leaves.append(
                     Leaf(len(leaves), key, {}, node.name if hostname else None)
                 )
-                ft.leaves.append(by_key[key])
             leaf = leaves[by_key[key]]
-            used = pod_usage.get(node.name, {})
-            for r, v in node.allocatable.items():
-                leaf.free[r] = leaf.free.get(r, 0) + v - used.get(r, 0)
+            if leaf.idx not in ft.paths:
+                ft.leaves.append(leaf.idx)
+            if fresh or not hostname:
+                # A node shared by several hostname-level flavors is one leaf
+                # whose capacity is counted once; aggregated leaves sum nodes.
+                used = pod_usage.get(node.name, {})
+                for r, v in node.allocatable.items():
+                    leaf.free[r] = leaf.free.get(r, 0) + v - used.get(r, 0)
             ft.paths[by_key[key]] = path
             ft.by_value[path[-1:] if hostname else path] = by_key[key]
         topos[name] = ft
     return leaves, topos
+
+
+def admitted_info(snap: Snapshot, adm: PlanAdmission) -> WlInfo:
+    """A plan's admission seen as a quota holder (for fixed decisions)."""
+    w = snap.workloads[adm.workload]
+    obj = w.model_copy(
+        update={
+            "admission": Admission(
+                cluster_queue=adm.cluster_queue,
+                pod_set_assignments=adm.pod_set_assignments,
+            ),
+            "quota_reserved": True,
+        }
+    )
+    return running_info(snap, obj)
 
 
 def compile_data(
@@ -236,6 +263,7 @@ def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
                 for fq in rg.flavors
                 if flavor_rejection(snap, cq, fq.name, members, rg.covered_resources)
                 is None
+                and _slices_nest(snap, fq.name, members)
             ]
             if not eligible:
                 data.unsupported[w.key] = "no eligible flavor"
@@ -244,6 +272,10 @@ def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
         for ps in members:
             tas = requests_tas(ps, snap, cq)
             req = {r: v for r, v in ps.requests.items() if v}
+            if any(v * max(ps.count, 1) > MAX_REQUEST for v in req.values()):
+                # Beyond int64 range no quota can hold it; keep the model exact.
+                data.unsupported[w.key] = "request too large for any quota"
+                return
             if covers_pods:
                 req[PODS] = 1
             pd = PodSetData(
@@ -279,6 +311,25 @@ def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
     data.pod_sets.extend(new_sets)
     wd.groups = [g.idx for g in new_groups]
     wd.pod_sets = [p.idx for p in new_sets]
+
+
+def _slices_nest(snap: Snapshot, flavor: str, members: list[PodSet]) -> bool:
+    """Slice levels must not sit above the requested level (Kueue fails them)."""
+    fl = snap.flavors.get(flavor)
+    topo = snap.topologies.get(fl.topology_name or "") if fl else None
+    if topo is None:
+        return True
+    for ps in members:
+        t = ps.topology
+        main = t.required or t.preferred
+        depth = topo.levels.index(main) if main in topo.levels else 0
+        for layer in t.slices:
+            if layer.level not in topo.levels:
+                return False
+            if topo.levels.index(layer.level) < depth:
+                return False
+            depth = topo.levels.index(layer.level)
+    return True
 
 
 def candidate_frs(data: ModelData, wd: WorkloadData) -> set[FR]:

@@ -257,4 +257,6 @@ class Objective:
 
 
 def _upper(x: cp_model.IntVar) -> int:
-    return int(x.proto.domain[-1])
+    # The proto's repeated field does not support negative indexing.
+    domain = list(x.proto.domain)
+    return int(domain[-1])

@@ -192,7 +192,10 @@ def plan_from_values(
         preemptions.append(
             PlanPreemption(workload=vd.info.key, preemptor=wd.key, reason=reason)
         )
-    keys = {data.workloads[i].key for i in admitted_idx}
+    admissions += data.fixed_admissions
+    keys = {data.workloads[i].key for i in admitted_idx} | {
+        a.workload for a in data.fixed_admissions
+    }
     pending = tuple(
         PlanPending(
             workload=w.key,
