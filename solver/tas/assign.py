@@ -4,27 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from models.scheduling import Toleration
 from models.workload import TopologyAssignment, TopologyDomain
+from solver.tas.capacity import Free, demand
 from solver.tas.counts import fill_counts, resource_exclusions
 from solver.tas.messages import Exclusions, multi_layer_not_fit, not_fit
 from solver.tas.placement import descend, find_level
-from solver.tas.request import demand, interpret
-from solver.tas.tree import FlavorTree, IntArray
+from solver.tas.request import interpret
+from solver.tas.tree import FlavorTree
 from solver.tas.types import TasPodSetRequest
 
 
 def assign_group(
     tree: FlavorTree,
-    rem: IntArray,
+    free: Free,
     workers: TasPodSetRequest,
     leader: TasPodSetRequest | None,
     extra_tolerations: tuple[Toleration, ...],
     resource_index: Mapping[str, int],
 ) -> dict[str, TopologyAssignment] | str:
-    """Kueue's ``findTopologyAssignment`` for one group on free capacity ``rem``.
+    """Kueue's ``findTopologyAssignment`` for one group on capacity ``free``.
 
     Algorithm overview:
       0. Interpret the request: requested level (required / preferred /
@@ -60,14 +59,14 @@ def assign_group(
     # Phase 1: bottom-up capacity.
     leaf_filter = tree.leaf_filter(workers.placement, tolerations)
     counts = fill_counts(
-        tree, rem, worker_demand, leader_demand, leaf_filter.mask, params
+        tree, free, worker_demand, leader_demand, leaf_filter.mask, params
     )
 
     def fail(level: int, fit: int, total: int) -> str:
         leaf_pc = counts.pc[tree.depth - 1]
         stats = Exclusions(
             leaf_filter,
-            resource_exclusions(rem, worker_demand, leaf_filter.mask, leaf_pc),
+            resource_exclusions(free, worker_demand, leaf_filter.mask, leaf_pc),
         )
         if params.layers:
             return multi_layer_not_fit(tree, counts, level, params, stats)
@@ -95,15 +94,12 @@ def assign_group(
     return out
 
 
-def _build(tree: FlavorTree, leaves: IntArray, pods: IntArray) -> TopologyAssignment:
+def _build(tree: FlavorTree, leaves: list[int], pods: list[int]) -> TopologyAssignment:
     """Leaves with pods in value-path order, as ``buildAssignment`` emits them."""
-    keep = pods > 0
-    leaves, pods = leaves[keep], pods[keep]
-    order = np.argsort(leaves, kind="stable")
+    # Values are known-good, so skip pydantic validation (hot path).
     domains = tuple(
-        TopologyDomain(values=tree.leaf_values(leaf), count=count)
-        for leaf, count in zip(
-            leaves[order].tolist(), pods[order].tolist(), strict=True
-        )
+        TopologyDomain.model_construct(values=tree.leaf_values(leaf), count=count)
+        for leaf, count in sorted(zip(leaves, pods, strict=True))
+        if count > 0
     )
     return TopologyAssignment(levels=tree.assignment_levels, domains=domains)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.tas.request import Demand, Params
+from solver.tas.capacity import Demand, Free, fit_count
+from solver.tas.request import Params
 from solver.tas.tree import BoolArray, FlavorTree, IntArray
-from solver.tas.types import INT32_MAX
 
 _NONE = np.int64(1 << 62)
 """Minimum of an empty set of leader-capable children."""
@@ -34,35 +34,9 @@ class Counts:
     lc: list[IntArray]
 
 
-def fit_count(rem: IntArray, d: Demand) -> IntArray:
-    """``CountIn`` per row: min over resources of floor(free / request).
-
-    A zero request never limits; a resource no node has fits nowhere; the
-    result is clamped to [0, INT32_MAX] as Kueue's int32 count is.
-    """
-    out = np.full(rem.shape[0], INT32_MAX, dtype=np.int64)
-    for col, val in zip(d.cols, d.vals, strict=True):
-        if val <= 0:
-            continue
-        if col < 0:
-            out[:] = 0
-            break
-        np.minimum(out, rem[:, col] // val, out=out)
-    np.maximum(out, 0, out=out)
-    return out
-
-
-def _subtract(rem: IntArray, d: Demand) -> IntArray:
-    out = rem.copy()
-    for col, val in zip(d.cols, d.vals, strict=True):
-        if col >= 0 and val:
-            out[:, col] -= val
-    return out
-
-
 def fill_counts(
     tree: FlavorTree,
-    rem: IntArray,
+    free: Free,
     workers: Demand,
     leader: Demand | None,
     mask: BoolArray | None,
@@ -77,30 +51,36 @@ def fill_counts(
     level and are summed above it.
     """
     depth = tree.depth
-    pc = fit_count(rem, workers)
+    pc = free.fit(workers)
     if leader is not None:
-        hosts = fit_count(rem, leader) > 0
+        hosts = free.fit(leader) > 0
         lc = hosts.astype(np.int64)
         pcwl = pc.copy()
         rows = np.flatnonzero(hosts)
         if rows.size:
-            pcwl[rows] = fit_count(_subtract(rem[rows], leader), workers)
+            left = free.at(rows)
+            for col, val in zip(leader.cols, leader.vals, strict=True):
+                if col >= 0 and val:
+                    left[col] -= val
+            pcwl[rows] = fit_count(left, workers)
     else:
-        lc = np.zeros_like(pc)
+        lc = tree.zeros[depth - 1]
         pcwl = pc
     if mask is not None:
         pc = np.where(mask, pc, 0)
-        lc = np.where(mask, lc, 0)
-        pcwl = np.where(mask, pcwl, 0) if leader is not None else pc
+        if leader is not None:
+            lc = np.where(mask, lc, 0)
+            pcwl = np.where(mask, pcwl, 0)
+        else:
+            pcwl = pc
 
     ss = params.slice_size
     leaf_level = depth - 1
     if leaf_level == params.slice_level:
-        sc = pc // ss
-        scwl = pcwl // ss if leader is not None else sc
+        sc = pc // ss if ss > 1 else pc
+        scwl = (pcwl // ss if ss > 1 else pcwl) if leader is not None else sc
     else:
-        sc = np.zeros_like(pc)
-        scwl = sc
+        sc = scwl = tree.zeros[leaf_level]
     out = Counts(
         pc=[pc] * depth,
         pcwl=[pcwl] * depth,
@@ -121,20 +101,27 @@ def fill_counts(
             c_pcwl = c_pcwl // inner * inner
         c_sc, c_scwl, c_lc = out.sc[child], out.scwl[child], out.lc[child]
         p_pc = np.add.reduceat(c_pc, starts)
-        sc_sum = np.add.reduceat(c_sc, starts)
+        # Below the slice level every slice counter is zero.
+        below = child > params.slice_level
+        sc_sum = tree.zeros[level] if below else np.add.reduceat(c_sc, starts)
         if leader is not None:
             capable = c_lc > 0
             d_pc = np.minimum.reduceat(np.where(capable, c_pc - c_pcwl, _NONE), starts)
-            d_sc = np.minimum.reduceat(np.where(capable, c_sc - c_scwl, _NONE), starts)
             has = d_pc < _NONE
             p_pcwl = np.where(has, p_pc - d_pc, 0)
-            sc_wl = np.where(has, sc_sum - d_sc, 0)
+            if below:
+                sc_wl = sc_sum
+            else:
+                gap = np.where(capable, c_sc - c_scwl, _NONE)
+                sc_wl = np.where(has, sc_sum - np.minimum.reduceat(gap, starts), 0)
             p_lc = np.maximum.reduceat(c_lc, starts)
         else:
-            p_pcwl, sc_wl, p_lc = p_pc, sc_sum, np.zeros_like(p_pc)
+            p_pcwl, sc_wl, p_lc = p_pc, sc_sum, tree.zeros[level]
         if level == params.slice_level:
-            p_sc = p_pc // ss
-            p_scwl = p_pcwl // ss if leader is not None else p_sc
+            p_sc = p_pc // ss if ss > 1 else p_pc
+            p_scwl = (
+                (p_pcwl // ss if ss > 1 else p_pcwl) if leader is not None else p_sc
+            )
         else:
             p_sc, p_scwl = sc_sum, sc_wl
         out.pc[level], out.pcwl[level], out.lc[level] = p_pc, p_pcwl, p_lc
@@ -143,29 +130,25 @@ def fill_counts(
 
 
 def resource_exclusions(
-    rem: IntArray, workers: Demand, mask: BoolArray | None, leaf_pc: IntArray
+    free: Free, workers: Demand, mask: BoolArray | None, leaf_pc: IntArray
 ) -> dict[str, int]:
     """Per limiting resource, leaves that passed the filters but fit no pod.
 
-    Computed only when a failure message needs it.
+    A leaf that fits no pod has a minimum count of 0, so its limiting
+    resource (ties alphabetical, as Kueue) is simply the first resource, in
+    name order, that has less free than one pod requests: comparisons, no
+    division. Computed only when a failure message needs it.
     """
-    rows = leaf_pc == 0
+    left = leaf_pc == 0
     if mask is not None:
-        rows &= mask
-    if not rows.any():
-        return {}
-    sub = rem[rows]
-    cols = []
-    for col, val in zip(workers.cols, workers.vals, strict=True):
-        if val <= 0:
-            cols.append(np.full(sub.shape[0], INT32_MAX, dtype=np.int64))
-        elif col < 0:
-            cols.append(np.zeros(sub.shape[0], dtype=np.int64))
-        else:
-            cols.append(np.clip(sub[:, col] // val, 0, INT32_MAX))
-    limiting = np.argmin(np.stack(cols, axis=1), axis=1)
+        left &= mask
     out: dict[str, int] = {}
-    for i, n in enumerate(np.bincount(limiting, minlength=len(cols)).tolist()):
+    for name, col, val in zip(workers.names, workers.cols, workers.vals, strict=True):
+        if val <= 0 or not left.any():
+            continue
+        short = left if col < 0 else left & free.below(col, val)
+        n = int(short.sum())
         if n:
-            out[workers.names[i]] = n
+            out[name] = n
+            left &= ~short
     return out

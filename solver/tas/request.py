@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from models.workload import SliceLayer, TopologyRequest
 from solver.tas.tree import FlavorTree
-from solver.tas.types import PODS, clip
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,33 +34,6 @@ class Params:
     def best_fit(self) -> bool:
         """TASProfileMixed: only unconstrained requests use LeastFreeCapacity."""
         return not self.unconstrained
-
-
-@dataclass(frozen=True, slots=True)
-class Demand:
-    """A per-pod request as parallel tuples, resources in name order.
-
-    Name order makes "first minimum" the alphabetical tie-break Kueue uses
-    for the limiting resource. ``cols`` is -1 for a resource no node offers.
-    """
-
-    names: tuple[str, ...]
-    cols: tuple[int, ...]
-    vals: tuple[int, ...]
-
-
-def demand(requests: Mapping[str, int], index: Mapping[str, int]) -> Demand:
-    """Per-pod requests plus one ``pods``; negative values floor to zero and
-    values beyond int64 saturate (a saturated request fits once in a
-    saturated allocatable, as in Kueue)."""
-    merged = {r: clip(max(0, v)) for r, v in requests.items()}
-    merged[PODS] = merged.get(PODS, 0) + 1
-    names = tuple(sorted(merged))
-    return Demand(
-        names=names,
-        cols=tuple(index.get(r, -1) for r in names),
-        vals=tuple(merged[r] for r in names),
-    )
 
 
 def is_implied(topology: TopologyRequest) -> bool:

@@ -19,13 +19,23 @@ from models.scheduling import Toleration
 from models.snapshot import Snapshot
 from models.workload import TopologyAssignment
 from solver.tas.assign import assign_group
-from solver.tas.counts import fit_count
-from solver.tas.request import demand
+from solver.tas.capacity import demand, fit_count, free_view
 from solver.tas.tree import FlavorTree, IntArray
 from solver.tas.types import CAP, PODS, TasPodSetRequest, TasResult, clip
 
+_EXACT_LIMIT = 1 << 40
+"""Below this per-domain delta, usage cannot approach CAP in any realistic
+number of updates, so the int64 fast path skips saturation."""
+
 Groups = Sequence[Sequence[TasPodSetRequest]]
 Usage = tuple[str, TopologyAssignment, dict[str, int]]
+
+
+def _clamp(a: IntArray) -> IntArray:
+    """In-place saturation to +-CAP (np.clip costs more on small arrays)."""
+    np.maximum(a, -CAP, out=a)
+    np.minimum(a, CAP, out=a)
+    return a
 
 
 class TasState:
@@ -41,7 +51,7 @@ class TasState:
         self.resource_index: dict[str, int] = {r: i for i, r in enumerate(resources)}
         self._trees: dict[str, FlavorTree] = dict(trees)
         self._host_index: dict[str, int] = {h: i for i, h in enumerate(hosts)}
-        self._host_usage: IntArray = np.zeros((len(hosts), len(resources)), np.int64)
+        self._host_usage: IntArray = np.zeros((len(resources), len(hosts)), np.int64)
         # Per hostname flavor: global host row -> its leaf (-1 if absent).
         self._host_leaf: dict[str, IntArray] = {}
         for name, tree in self._trees.items():
@@ -162,7 +172,9 @@ class TasState:
         merged: dict[str, TopologyAssignment] = {}
         for flavor in sorted(requests):
             extra = tuple((tolerations or {}).get(flavor, ()))
-            result = self._find(flavor, requests[flavor], empty, extra, host_assumed)
+            result = self._find(
+                flavor, requests[flavor], empty, extra, host_assumed, share=True
+            )
             if result.assignments is None:
                 return result
             merged.update(result.assignments)
@@ -175,63 +187,61 @@ class TasState:
         empty: bool,
         tolerations: tuple[Toleration, ...],
         host_assumed: dict[int, list[int]],
+        share: bool = False,
     ) -> TasResult:
+        """Groups in order; ``share`` keeps host usage for later flavors."""
         tree = self._trees.get(flavor)
         if tree is None:
             first = next((r.name for g in groups for r in g), None)
-            return TasResult(
-                None, f'flavor "{flavor}" information missing in TAS cache', first
-            )
-        base = tree.base if empty else tree.rem
+            reason = f'flavor "{flavor}" information missing in TAS cache'
+            return TasResult(None, reason, first)
+        table = tree.base if empty else tree.rem
         leaf_assumed: dict[int, list[int]] = {}
         out: dict[str, TopologyAssignment] = {}
-        for group in groups:
-            live = [r for r in group if r.count > 0]
-            if not live:
-                continue
+        live_groups = [[r for r in g if r.count > 0] for g in groups]
+        live_groups = [g for g in live_groups if g]
+        for n, live in enumerate(live_groups):
             if len(live) > 2:
-                return TasResult(
-                    None, "a pod set group may hold at most two pod sets", live[0].name
-                )
+                reason = "a pod set group may hold at most two pod sets"
+                return TasResult(None, reason, live[0].name)
             workers, leader = live[0], None
             if len(live) == 2:
                 # The smaller pod set leads; the second one on a tie.
                 workers, leader = live
                 if leader.count > workers.count:
                     workers, leader = leader, workers
-            rem = self._with_assumed(tree, base, host_assumed, leaf_assumed)
+            free = free_view(
+                table,
+                tree.fit_cache,
+                empty,
+                self._assumed(tree, host_assumed, leaf_assumed),
+            )
             placed = assign_group(
-                tree, rem, workers, leader, tolerations, self.resource_index
+                tree, free, workers, leader, tolerations, self.resource_index
             )
             if isinstance(placed, str):
                 return TasResult(None, placed, workers.name)
             out.update(placed)
-            for r in live:
-                self._assume(
-                    tree, placed[r.name], r.requests, host_assumed, leaf_assumed
-                )
+            if share or n + 1 < len(live_groups):
+                for r in live:
+                    self._assume(
+                        tree, placed[r.name], r.requests, host_assumed, leaf_assumed
+                    )
         return TasResult(out, None, None)
 
-    def _with_assumed(
+    def _assumed(
         self,
         tree: FlavorTree,
-        base: IntArray,
         host_assumed: Mapping[int, list[int]],
         leaf_assumed: Mapping[int, list[int]],
-    ) -> IntArray:
-        """``base`` minus this call's earlier placements (copied only if any)."""
-        rows: list[tuple[int, list[int]]] = list(leaf_assumed.items())
-        if tree.hostname and host_assumed:
-            table = self._host_leaf[tree.name]
-            rows = [
-                (int(table[h]), v) for h, v in host_assumed.items() if table[h] >= 0
-            ]
-        if not rows:
-            return base
-        rem = base.copy()
-        leaves = np.asarray([leaf for leaf, _ in rows], dtype=np.int64)
-        rem[leaves] = np.clip(rem[leaves] - np.asarray([v for _, v in rows]), -CAP, CAP)
-        return rem
+    ) -> list[tuple[int, list[int]]]:
+        """This call's earlier placements as (leaf of ``tree``, usage) pairs."""
+        if not tree.hostname:
+            return list(leaf_assumed.items())
+        if not host_assumed:
+            return []
+        table = self._host_leaf[tree.name]
+        return [(int(table[h]), v) for h, v in host_assumed.items() if table[h] >= 0]
 
     def _assume(
         self,
@@ -284,9 +294,8 @@ class TasState:
         sign: int,
     ) -> None:
         tree = self._trees[flavor]
-        vec = self._vector(per_pod)
         keys: list[int] = []
-        deltas: list[list[int]] = []
+        counts: list[int] = []
         for dom in assignment.domains:
             if tree.hostname:
                 key = self._host_index.get(dom.values[-1]) if dom.values else None
@@ -294,24 +303,44 @@ class TasState:
                 key = tree.leaf_of(dom.values)
             if key is not None:
                 keys.append(key)
-                deltas.append([clip(sign * v * dom.count) for v in vec])
+                counts.append(dom.count)
         if not keys:
             return
-        rows = np.asarray(keys, dtype=np.int64)
+        vec = self._vector(per_pod)
+        big = max(vec) * max(counts) >= _EXACT_LIMIT
+        if big:  # saturating, exact in Python ints
+            delta = np.asarray(
+                [[clip(sign * v * c) for c in counts] for v in vec], dtype=np.int64
+            )
+        else:
+            delta = np.outer(np.asarray(vec, dtype=np.int64), np.asarray(counts))
+            if sign < 0:
+                np.negative(delta, out=delta)
         usage = self._host_usage if tree.hostname else tree.usage
-        np.add.at(usage, rows, np.asarray(deltas, dtype=np.int64))
-        rows = np.unique(rows)
-        usage[rows] = np.clip(usage[rows], -CAP, CAP)
+        if len(set(keys)) == len(keys):
+            rows = np.asarray(keys, dtype=np.int64)
+            usage[:, rows] += delta
+        else:
+            np.add.at(usage.T, np.asarray(keys, dtype=np.int64), delta.T)
+            rows = np.unique(np.asarray(keys, dtype=np.int64))
+        if big:
+            usage[:, rows] = _clamp(usage[:, rows])
         if not tree.hostname:
-            tree.rem[rows] = np.clip(tree.base[rows] - usage[rows], -CAP, CAP)
+            tree.rem[:, rows] = _clamp(tree.base[:, rows] - usage[:, rows])
+            tree.fit_cache.changed(rows)
             return
         for name, table in self._host_leaf.items():
             leaves = table[rows]
             hit = leaves >= 0
-            if hit.any():
-                t = self._trees[name]
-                sel = leaves[hit]
-                t.rem[sel] = np.clip(t.base[sel] - usage[rows[hit]], -CAP, CAP)
+            if hit.all():
+                sel, used = leaves, usage[:, rows]
+            elif hit.any():
+                sel, used = leaves[hit], usage[:, rows[hit]]
+            else:
+                continue
+            t = self._trees[name]
+            t.rem[:, sel] = _clamp(t.base[:, sel] - used)
+            t.fit_cache.changed(sel)
 
     def fits(
         self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
@@ -338,5 +367,5 @@ class TasState:
             np.asarray(leaves, dtype=np.int64), return_inverse=True
         )
         need = np.bincount(inverse, weights=counts).astype(np.int64)
-        got = fit_count(tree.rem[uniq], demand(per_pod, self.resource_index))
+        got = fit_count(tree.rem[:, uniq], demand(per_pod, self.resource_index))
         return bool((got >= need).all())

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from models.cluster import Node, ResourceFlavor, Topology
 from models.scheduling import PodPlacement, Taint, Toleration, untolerated
+from solver.tas.capacity import FitCache
 from solver.tas.types import HOSTNAME, clip
 
 IntArray = npt.NDArray[np.int64]
@@ -101,6 +102,12 @@ class FlavorTree:
                     if level > 0:
                         parents[level].append(len(self.domain_paths[level - 1]) - 1)
         self.sizes: list[int] = [len(row) for row in self.domain_paths]
+        self.zeros: list[IntArray] = []
+        """Read-only zero counters per level, shared by every placement."""
+        for size in self.sizes:
+            zeros = np.zeros(size, dtype=np.int64)
+            zeros.flags.writeable = False
+            self.zeros.append(zeros)
         self.parent: list[IntArray] = [np.asarray(p, dtype=np.int64) for p in parents]
         # child_start[l][d] .. child_start[l][d + 1] are d's children at l + 1.
         self.child_start: list[IntArray] = []
@@ -111,14 +118,15 @@ class FlavorTree:
             self.child_start.append(starts.astype(np.int64))
 
         n_res = len(resource_index)
-        base = np.zeros((len(leaves), n_res), dtype=np.int64)
+        base = np.zeros((n_res, len(leaves)), dtype=np.int64)
         zero = [0] * n_res
         for i, members in enumerate(self.leaf_nodes):
             totals = [0] * n_res
             for node in members:
                 for r, v in enumerate(node_free.get(node.name, zero)):
                     totals[r] += v
-            base[i] = [clip(v) for v in totals]
+            base[:, i] = [clip(v) for v in totals]
+        # Capacity tables are [resource, leaf]: one resource is one row.
         self.base: IntArray = base
         self.rem: IntArray = base.copy()
         """base minus TAS usage; maintained by TasState."""
@@ -126,6 +134,7 @@ class FlavorTree:
         """TAS usage per leaf; only used when leaves are not hostnames."""
         self.leaf_host: IntArray = np.zeros(0, dtype=np.int64)
         """Global host row of each leaf (hostname topologies); set by TasState."""
+        self.fit_cache = FitCache()
 
         self._taint_leaves: list[tuple[int, tuple[Taint, ...]]] = []
         if self.hostname:

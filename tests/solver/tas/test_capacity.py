@@ -98,7 +98,7 @@ def test_non_tas_pods_reduce_capacity_including_pods_count() -> None:
     got = place(state, request(2, required=RACK))["main"]
     assert counts(got) == {"x2": 2}
     tree = state.tree("tas")
-    assert tree.rem[tree.leaf_by_host["x1"], state.resource_index["pods"]] == 109
+    assert tree.rem[state.resource_index["pods"], tree.leaf_by_host["x1"]] == 109
 
 
 def test_running_tas_workload_usage_and_record() -> None:

@@ -4,11 +4,13 @@ honours its request; failures happen exactly when Kueue's rules say so."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import solver.tas.distribute as walk
 from models.workload import TopologyAssignment
 from solver.tas import TasPodSetRequest, TasState
 from tests.solver.tas.helpers import BLOCK, HOST, LEVELS3, RACK, node, request, snapshot
@@ -107,9 +109,24 @@ def check(
         assert all(n % layer.size == 0 for n in per.values())
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.fixture(params=["python-walk", "numpy-walk"])
+def walk_path(request: pytest.FixtureRequest):
+    """Run with the pure-Python walk (short lists) and with the numpy one."""
+    saved = walk.SMALL
+    walk.SMALL = saved if request.param == "python-walk" else -1
+    yield request.param
+    walk.SMALL = saved
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
-def test_placements_are_feasible_and_honour_the_request(data: st.DataObject) -> None:
+def test_placements_are_feasible_and_honour_the_request(
+    walk_path: str, data: st.DataObject
+) -> None:
     c = data.draw(clusters())
     state = build(c)
     first = data.draw(requests(c.levels))
@@ -149,9 +166,15 @@ def test_placements_are_feasible_and_honour_the_request(data: st.DataObject) -> 
     assert state.find_assignments("tas", [[first]]).assignments == result.assignments
 
 
-@settings(max_examples=100, deadline=None)
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
-def test_leader_joins_workers_in_the_required_domain(data: st.DataObject) -> None:
+def test_leader_joins_workers_in_the_required_domain(
+    walk_path: str, data: st.DataObject
+) -> None:
     c = data.draw(clusters())
     state = build(c)
     level = data.draw(st.sampled_from(c.levels))
@@ -173,3 +196,22 @@ def test_leader_joins_workers_in_the_required_domain(data: st.DataObject) -> Non
     for path in set(w) | set(ld):
         assert w[path] * 1000 + ld[path] * 500 <= cpu_cap[path]
         assert w[path] + ld[path] <= pods_cap[path]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_python_and_numpy_walks_agree(data: st.DataObject) -> None:
+    """Same cluster, same requests: both walks give identical assignments."""
+    c = data.draw(clusters())
+    reqs = [data.draw(requests(c.levels)) for _ in range(2)]
+    leader = request(1, name="leader", cpu=500)
+    groups = [[reqs[0]], [replace(reqs[1], name="w"), leader]]
+    saved = walk.SMALL
+    try:
+        results = []
+        for small in (saved, -1):
+            walk.SMALL = small
+            results.append(build(c).find_assignments("tas", groups))
+    finally:
+        walk.SMALL = saved
+    assert results[0] == results[1]
