@@ -7,7 +7,18 @@ CRD-style Kueue and gang kinds, Leases, and injectable faults.
 """
 
 from adapters.emulator.emulator import Emulator
+from adapters.emulator.extender import ExtenderConfig
 from adapters.emulator.faults import Faults
 from adapters.emulator.instances import InstanceError, load_instance_files, read_objects
+from adapters.emulator.scheduler_standin import Outcome, SchedulerStandin
 
-__all__ = ["Emulator", "Faults", "InstanceError", "load_instance_files", "read_objects"]
+__all__ = [
+    "Emulator",
+    "ExtenderConfig",
+    "Faults",
+    "InstanceError",
+    "Outcome",
+    "SchedulerStandin",
+    "load_instance_files",
+    "read_objects",
+]

@@ -9,36 +9,19 @@ expire with compaction, and the inline controllers that react to writes.
 
 from __future__ import annotations
 
-import base64
 import copy
-import json
 import random
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.emulator import controllers, errors, patch, strategies
+from adapters.emulator import controllers, errors, listing, patch, seed, strategies
 from adapters.emulator.resources import ResourceTable, ResourceType
-from adapters.emulator.selectors import (
-    parse_field_selector,
-    parse_label_selector,
-    predicate,
-)
-from adapters.emulator.store import Store, object_key
+from adapters.emulator.store import Store
 
 JSON = dict[str, Any]
 NAMESPACES = ("", "namespaces")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-CONTINUE_EXPIRED = (
-    "The provided continue parameter is too old to display a consistent list result. "
-    "You "
-    "can start a new list without the continue parameter, or use the continue token "
-    "in this "
-    "response to retrieve the remainder of the results. Continuing with the provided "
-    "token "
-    "results in an inconsistent list - objects that were created, modified, or deleted "
-    "between the time the first chunk was returned and now may show up in the list."
-)
 
 
 @dataclass
@@ -61,22 +44,6 @@ class DeleteOptions:
             opts.resource_version = pre.get("resourceVersion") or None
             opts.dry_run = opts.dry_run or "All" in (body.get("dryRun") or [])
         return opts
-
-
-def encode_continue(revision: int, last_key: tuple[str, str]) -> str:
-    start = (f"{last_key[0]}/" if last_key[0] else "") + last_key[1] + "\x00"
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        start = str(raw["start"]).rstrip("\x00")
-        ns, _, name = start.rpartition("/")
-        return int(raw["rv"]), (ns, name)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise errors.bad_request(f"continue key is not valid: {exc}") from exc
 
 
 class Registry:
@@ -152,50 +119,7 @@ class Registry:
     def list_objects(
         self, rt: ResourceType, namespace: str | None, query: dict[str, str]
     ) -> JSON:
-        labels = parse_label_selector(query.get("labelSelector"))
-        fields = parse_field_selector(query.get("fieldSelector"), rt.field_labels())
-        match = predicate(labels, fields)
-        limit = int(query.get("limit") or 0)
-        token, rv = query.get("continue"), query.get("resourceVersion", "")
-        start: tuple[str, str] | None = None
-        with self.store.lock:
-            current = self.store.revision
-            if token:
-                if rv:
-                    raise errors.bad_request(
-                        "specifying resource version is not allowed when using continue"
-                    )
-                revision, start = decode_continue(token)
-                try:
-                    items = self.store.snapshot(rt.storage, namespace, revision)
-                except errors.ApiError as exc:
-                    raise errors.expired(CONTINUE_EXPIRED) from exc
-            elif rv and rv != "0" and query.get("resourceVersionMatch") == "Exact":
-                revision = _parse_rv(rv)
-                if revision > current:
-                    raise _too_large(revision, current)
-                items = self.store.snapshot(rt.storage, namespace, revision)
-            else:
-                if rv and rv != "0" and _parse_rv(rv) > current:
-                    raise _too_large(_parse_rv(rv), current)
-                revision, items = current, self.store.items(rt.storage, namespace)
-        if start is not None:
-            items = [o for o in items if object_key(o) > start]
-        selected = [o for o in items if match(o)]
-        meta: JSON = {"resourceVersion": str(revision)}
-        if limit and len(selected) > limit:
-            meta["continue"] = encode_continue(
-                revision, object_key(selected[limit - 1])
-            )
-            if not labels and not fields:
-                meta["remainingItemCount"] = len(selected) - limit
-            selected = selected[:limit]
-        return {
-            "kind": rt.list_kind,
-            "apiVersion": rt.api_version,
-            "metadata": meta,
-            "items": [self.present(rt, o, in_list=True) for o in selected],
-        }
+        return listing.list_objects(self.store, rt, namespace, query, self.present)
 
     # -- writes ------------------------------------------------------------------------
 
@@ -451,6 +375,10 @@ class Registry:
         self.store.remove(NAMESPACES, "", name)
         return self.present(rt, terminating)
 
+    def load(self, objects: list[JSON]) -> None:
+        """Seed instance-file objects (see ``seed``)."""
+        seed.seed(self, objects)
+
     def delete_collection(
         self,
         rt: ResourceType,
@@ -487,62 +415,6 @@ class Registry:
 
     # -- loading -----------------------------------------------------------------------
 
-    def load(self, objects: list[JSON]) -> None:
-        """Seed instance-file objects (no watch events) and the namespaces they need."""
-        with self.store.lock:
-            namespaces = set(strategies.DEFAULT_NAMESPACES)
-            for obj in objects:
-                ns = (obj.get("metadata") or {}).get("namespace")
-                if ns:
-                    namespaces.add(str(ns))
-            seeded = list(objects)
-            declared = {
-                str((o.get("metadata") or {}).get("name"))
-                for o in objects
-                if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"
-            }
-            seeded += [
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
-                for ns in sorted(namespaces - declared)
-            ]
-            seeded += [copy.deepcopy(pc) for pc in strategies.SYSTEM_PRIORITY_CLASSES]
-            for obj in sorted(seeded, key=_load_order):
-                self._seed_one(copy.deepcopy(obj))
-            for ns in namespaces:
-                controllers.sync_pdbs(self.store, ns)
-            self.store.compact()
-
-    def _seed_one(self, obj: JSON) -> None:
-        meta = obj.get("metadata") or {}
-        ns = str(meta.get("namespace") or "")
-        rt = self.table.ensure(
-            str(obj.get("apiVersion", "")),
-            str(obj.get("kind", "")),
-            namespaced=bool(ns),
-        )
-        if not rt.namespaced:
-            meta.pop("namespace", None)
-        name = str(meta.get("name") or "")
-        if self.store.get(rt.storage, ns if rt.namespaced else "", name) is not None:
-            if rt.storage == ("scheduling.k8s.io", "priorityclasses"):
-                return
-            raise ValueError(
-                f"duplicate object {rt.kind} {ns + '/' if ns else ''}{name}"
-            )
-        if not name:
-            raise ValueError(f"{rt.kind} without metadata.name")
-        obj = strategies.prepare_create(rt, obj, self.store, from_api=False)
-        stored = self.store.seed(rt.storage, obj)
-        if self.kubelet and rt.storage == controllers.PODS:
-            controllers.kubelet_start(self.store, stored)
-
-
-_LOAD_FIRST = {"Namespace": 0, "PriorityClass": 1, "Node": 2}
-
-
-def _load_order(obj: JSON) -> int:
-    return _LOAD_FIRST.get(str(obj.get("kind")), 3)
-
 
 def _check_body(rt: ResourceType, body: Any) -> JSON:
     if not isinstance(body, dict):
@@ -571,22 +443,6 @@ def _same_content(old: JSON, new: JSON) -> bool:
     rest_old = {k: v for k, v in old.items() if k != "metadata"}
     rest_new = {k: v for k, v in new.items() if k != "metadata"}
     return om == nm and rest_old == rest_new
-
-
-def _parse_rv(rv: str) -> int:
-    try:
-        return int(rv)
-    except ValueError as exc:
-        raise errors.bad_request(f"invalid resource version: {rv}") from exc
-
-
-def _too_large(requested: int, current: int) -> errors.ApiError:
-    err = errors.timeout(f"Too large resource version: {requested}, current: {current}")
-    assert err.details is not None
-    err.details["causes"] = [
-        {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-    ]
-    return err
 
 
 def _deleted_status(rt: ResourceType, name: str, uid: str) -> JSON:

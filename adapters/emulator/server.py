@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
-from adapters.emulator import errors, subresources
+from adapters.emulator import discovery, errors, subresources
 from adapters.emulator.faults import Faults
 from adapters.emulator.registry import DeleteOptions, Registry
 from adapters.emulator.resources import ResourceType
@@ -62,7 +62,7 @@ class Response:
 
 
 def _dump(body: JSON) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
 def _alive(sock: socket.socket) -> bool:
@@ -99,15 +99,15 @@ class ApiServer:
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return "ok"
         if parts == ["api"]:
-            return self.table.api_versions(self.address)
+            return discovery.api_versions(self.address)
         if parts == ["api", "v1"]:
-            return self.table.resource_list("", "v1")
+            return discovery.resource_list(self.table, "", "v1")
         if parts == ["apis"]:
-            return self.table.api_group_list()
+            return discovery.api_group_list(self.table)
         if len(parts) == 2 and parts[0] == "apis":
-            return self.table.api_group(parts[1])
+            return discovery.api_group(self.table, parts[1])
         if len(parts) == 3 and parts[0] == "apis":
-            return self.table.resource_list(parts[1], parts[2])
+            return discovery.resource_list(self.table, parts[1], parts[2])
         return None
 
     def route(self, parts: list[str]) -> Route:

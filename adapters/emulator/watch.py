@@ -110,10 +110,8 @@ def plan_watch(
 
 
 def _line(kind: str, obj: JSON) -> bytes:
-    return (
-        json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode()
-        + b"\n"
-    )
+    event = {"type": kind, "object": obj}
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
 def _bookmark(rt: ResourceType, revision: int, initial_end: bool = False) -> bytes:

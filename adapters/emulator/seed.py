@@ -1,0 +1,92 @@
+"""Seeding the store from instance files: the cluster state the emulator starts in.
+
+Loaded objects describe an existing cluster, so they keep their uid,
+creationTimestamp and status and skip API validation; the namespaces they use
+and the two system PriorityClasses a real cluster has are added. They produce
+no watch events (history starts after them).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from adapters.emulator import controllers, strategies
+
+if TYPE_CHECKING:
+    from adapters.emulator.registry import Registry
+
+JSON = dict[str, Any]
+_LOAD_FIRST = {"Namespace": 0, "PriorityClass": 1, "Node": 2}
+
+
+def seed(reg: Registry, objects: list[JSON]) -> None:
+    """Seed ``objects``; ValueError for conflicting duplicates or nameless objects."""
+    with reg.store.lock:
+        namespaces = set(strategies.DEFAULT_NAMESPACES)
+        for obj in objects:
+            ns = (obj.get("metadata") or {}).get("namespace")
+            if ns:
+                namespaces.add(str(ns))
+        seeded = _drop_identical_duplicates(objects)
+        declared = {
+            str((o.get("metadata") or {}).get("name"))
+            for o in objects
+            if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"
+        }
+        seeded += [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+            for ns in sorted(namespaces - declared)
+        ]
+        seeded += [copy.deepcopy(pc) for pc in strategies.SYSTEM_PRIORITY_CLASSES]
+        for obj in sorted(seeded, key=_load_order):
+            _seed_one(reg, copy.deepcopy(obj))
+        for ns in namespaces:
+            controllers.sync_pdbs(reg.store, ns)
+        reg.store.compact()
+
+
+def _seed_one(reg: Registry, obj: JSON) -> None:
+    meta = obj.get("metadata") or {}
+    ns = str(meta.get("namespace") or "")
+    rt = reg.table.ensure(
+        str(obj.get("apiVersion", "")),
+        str(obj.get("kind", "")),
+        namespaced=bool(ns),
+    )
+    if not rt.namespaced:
+        meta.pop("namespace", None)
+    name = str(meta.get("name") or "")
+    if reg.store.get(rt.storage, ns if rt.namespaced else "", name) is not None:
+        if rt.storage == ("scheduling.k8s.io", "priorityclasses"):
+            return
+        raise ValueError(f"duplicate object {rt.kind} {ns + '/' if ns else ''}{name}")
+    if not name:
+        raise ValueError(f"{rt.kind} without metadata.name")
+    obj = strategies.prepare_create(rt, obj, reg.store, from_api=False)
+    stored = reg.store.seed(rt.storage, obj)
+    if reg.kubelet and rt.storage == controllers.PODS:
+        controllers.kubelet_start(reg.store, stored)
+
+
+def _drop_identical_duplicates(objects: list[JSON]) -> list[JSON]:
+    """Several files may repeat the same object verbatim (``Namespace default``)."""
+    seen: dict[tuple[str, str, str, str], JSON] = {}
+    out = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        key = (
+            str(obj.get("apiVersion")),
+            str(obj.get("kind")),
+            str(meta.get("namespace") or ""),
+            str(meta.get("name")),
+        )
+        if seen.get(key) == obj:
+            continue
+        seen.setdefault(key, obj)
+        out.append(obj)
+    return out
+
+
+def _load_order(obj: JSON) -> int:
+    return _LOAD_FIRST.get(str(obj.get("kind")), 3)
