@@ -79,18 +79,24 @@ def default() -> GeneratorConfig:
 
 
 def fragmented(nodes: int | None = None, pending: int = 100) -> GeneratorConfig:
-    """Partially used hosts and gangs that do not divide 8 GPUs evenly."""
+    """Partially used hosts and gangs whose pods do not divide 8 GPUs evenly.
+
+    The trap for a head-at-a-time scheduler: high-priority rack gangs of
+    3-GPU pods arrive among gangs of whole-host (8-GPU) pods.  Kueue's BestFit
+    fills the emptiest hosts of a rack first, so the small-pod gangs eat the
+    few empty hosts the whole-host gangs need, while the 3-5 GPU holes left
+    by running pods stay unused.  A joint plan puts the small pods into the
+    holes and keeps empty hosts for the big ones.
+    """
     return GeneratorConfig(
         name="fragmented" if nodes is None else f"scale-{nodes}",
         description=(
-            "Fragmented TAS GPU cluster: 256 H100 hosts about 55% used by odd-sized "
-            "plain "
-            "pods and admitted gangs; ~100 pending single pods and gangs whose sizes "
-            "do not "
-            "divide 8 GPUs, some CPU-heavy; unequal team quotas so quota binds for "
-            "some "
-            "teams and hosts for others.  The CP-SAT target family (256 hosts / 100 "
-            "pending)."
+            "Fragmented TAS GPU cluster: 256 H100 hosts about half used by odd-sized "
+            "plain pods, dev pods and whole-host training gangs; ~100 pending single "
+            "pods and gangs whose pod sizes (3, 5, 6 GPUs) do not divide 8, whole-host "
+            "gangs competing for the few empty hosts, some CPU-heavy pods; unequal "
+            "team quotas so quota binds for some teams and hosts for others.  The "
+            "CP-SAT target family (256 hosts / 100 pending)."
             if nodes is None
             else f"Scale sweep point: the fragmented family at {nodes} hosts and "
             f"{pending} pending workloads."
@@ -110,24 +116,23 @@ def fragmented(nodes: int | None = None, pending: int = 100) -> GeneratorConfig:
             share_concentration=2.0,
             borrowing_limit_fraction=0.5,
         ),
-        running_fill=0.55,
-        running_workload_share=0.35,
+        running_fill=0.5,
+        running_workload_share=0.4,
         running_pod_shapes=FRAGMENTING_PODS,
         running_classes=(
             WorkloadClass(
                 "train",
-                weight=2,
-                pod_counts=(2, 3, 4),
-                gpus_per_pod=(2, 3, 4),
+                pod_counts=(2, 4),
+                gpus_per_pod=(8,),
                 topology="required",
                 level="rack",
                 priority_classes={"low": 1, "normal": 2},
             ),
             WorkloadClass(
                 "dev",
-                weight=3,
+                weight=2,
                 pod_counts=(1,),
-                gpus_per_pod=(1, 3),
+                gpus_per_pod=(1, 2, 3),
                 topology="unconstrained",
                 priority_classes={"low": 1},
             ),
@@ -136,47 +141,55 @@ def fragmented(nodes: int | None = None, pending: int = 100) -> GeneratorConfig:
         classes=(
             WorkloadClass(
                 "single",
-                weight=3,
+                weight=2,
                 pod_counts=(1,),
-                gpus_per_pod=(1, 3, 5),
-                gpus_per_pod_weights=(2, 3, 2),
+                gpus_per_pod=(3, 5, 6),
+                gpus_per_pod_weights=(3, 2, 1),
                 topology="unconstrained",
-                priority_classes={"low": 1, "normal": 2},
+                priority_classes={"low": 1, "normal": 1},
             ),
             WorkloadClass(
                 "cpu-heavy",
                 weight=1,
                 pod_counts=(1, 2),
-                gpus_per_pod=(1, 2),
+                gpus_per_pod=(2,),
                 cpu_per_gpu="56",
                 memory_per_gpu="256Gi",
                 topology="unconstrained",
                 priority_classes={"normal": 1},
             ),
             WorkloadClass(
-                "gang-rack",
+                "gang-small",
                 weight=3,
-                pod_counts=(3, 5, 6),
-                gpus_per_pod=(2, 3, 5),
-                gpus_per_pod_weights=(2, 3, 1),
+                pod_counts=(3, 4, 6),
+                gpus_per_pod=(3,),
                 topology="required",
                 level="rack",
-                priority_classes={"normal": 3, "high": 1},
+                priority_classes={"normal": 1, "high": 2},
+            ),
+            WorkloadClass(
+                "gang-wide",
+                weight=3,
+                pod_counts=(2, 3, 4),
+                gpus_per_pod=(8,),
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 1},
             ),
             WorkloadClass(
                 "gang-block",
-                weight=2,
-                pod_counts=(6, 10, 12),
-                gpus_per_pod=(3, 4, 6),
+                weight=1,
+                pod_counts=(4, 6),
+                gpus_per_pod=(6,),
                 topology="preferred",
                 level="block",
-                priority_classes={"normal": 2, "high": 1},
+                priority_classes={"normal": 1, "high": 1},
             ),
             WorkloadClass(
                 "elastic",
                 weight=1,
                 pod_counts=(4, 6, 8),
-                gpus_per_pod=(2, 3),
+                gpus_per_pod=(6,),
                 topology="unconstrained",
                 partial_probability=0.5,
                 min_count_fraction=0.5,
@@ -241,7 +254,7 @@ def multi_team() -> GeneratorConfig:
                 priority_classes={"low": 1},
             ),
         ),
-        pending=150,
+        pending=100,
         classes=(
             WorkloadClass(
                 "single",
@@ -416,8 +429,8 @@ def topology_heavy() -> GeneratorConfig:
             ),
             WorkloadClass(
                 "block-gang",
-                weight=2,
-                pod_counts=(16, 32, 48),
+                weight=1,
+                pod_counts=(16, 24, 32),
                 gpus_per_pod=(8,),
                 topology="preferred",
                 level="block",
@@ -438,7 +451,7 @@ def topology_heavy() -> GeneratorConfig:
             ),
             WorkloadClass(
                 "host-pinned",
-                weight=1,
+                weight=2,
                 pod_counts=(2,),
                 gpus_per_pod=(4,),
                 topology="required",
