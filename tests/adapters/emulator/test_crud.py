@@ -7,7 +7,8 @@ import json
 import pytest
 from kubernetes import client
 
-from tests.adapters.emulator.conftest import pod
+from adapters.emulator import Emulator
+from tests.adapters.emulator.conftest import BASE_OBJECTS, pod
 
 
 def _status(exc: client.ApiException) -> dict:
@@ -223,3 +224,21 @@ def test_namespace_deletion_removes_contents(core: client.CoreV1Api) -> None:
     assert json.loads(deleted.data)["status"]["phase"] == "Terminating"
     assert core.list_namespaced_pod("tmp").items == []
     assert "tmp" not in {n.metadata.name for n in core.list_namespace().items}
+
+
+def test_dry_run_does_not_persist(core: client.CoreV1Api) -> None:
+    echoed = core.create_namespaced_pod("ml", pod("p1"), dry_run="All")
+    assert echoed.metadata.name == "p1" and echoed.metadata.uid
+    assert core.list_namespaced_pod("ml").items == []
+
+
+def test_without_kubelet_pods_stay_pending_and_terminating() -> None:
+    with Emulator(BASE_OBJECTS, kubelet=False) as emu:
+        v1 = client.CoreV1Api(emu.api_client())
+        v1.create_namespaced_pod("ml", pod("p1", nodeName="n1"))
+        assert v1.read_namespaced_pod("p1", "ml").status.phase == "Pending"
+        v1.delete_namespaced_pod("p1", "ml")
+        stuck = v1.read_namespaced_pod("p1", "ml")
+        assert stuck.metadata.deletion_timestamp is not None
+        v1.delete_namespaced_pod("p1", "ml", grace_period_seconds=0)
+        assert v1.list_namespaced_pod("ml").items == []

@@ -218,3 +218,43 @@ def test_loads_a_kueue_case_file() -> None:
         )
         admitted = [w for w in served if (w.get("status") or {}).get("admission")]
         assert admitted, "loaded objects keep their status"
+
+
+def test_duplicates_across_files() -> None:
+    """Verbatim repeats merge (every Kueue case declares Namespace default)."""
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
+    rf = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "rf"},
+        "spec": {},
+    }
+    with Emulator([ns, rf, dict(ns), dict(rf)]) as emu:
+        names = [
+            n.metadata.name
+            for n in client.CoreV1Api(emu.api_client()).list_namespace().items
+        ]
+        assert names.count("default") == 1
+    changed = {**rf, "spec": {"nodeLabels": {"a": "b"}}}
+    with pytest.raises(ValueError, match="duplicate object ResourceFlavor rf"):
+        Emulator([rf, changed])
+
+
+def test_events_api(api: client.ApiClient) -> None:
+    events = client.EventsV1Api(api)
+    events.create_namespaced_event(
+        "ml",
+        client.EventsV1Event(
+            metadata=client.V1ObjectMeta(name="e1"),
+            event_time="2026-01-01T00:00:00.000000Z",
+            reason="Scheduled",
+            action="Binding",
+            note="Successfully assigned ml/p to n1",
+            type="Normal",
+            reporting_controller="placewise",
+            reporting_instance="placewise-0",
+            regarding=client.V1ObjectReference(kind="Pod", namespace="ml", name="p"),
+        ),
+    )
+    listed = events.list_namespaced_event("ml").items
+    assert [(e.reason, e.regarding.name) for e in listed] == [("Scheduled", "p")]
