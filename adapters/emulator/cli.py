@@ -22,8 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "emulate",
         help="serve instance files through an emulated Kubernetes API server",
         description="Start a loopback Kubernetes API server loaded with the objects of "
-        "the "
-        "given instance files, for dry runs of the live adapter with kubectl or "
+        "the given instance files, for dry runs of the live adapter with kubectl or "
         "any client. Runs until interrupted.",
     )
     msg = "instance file(s): YAML streams or kind: List of Kubernetes objects"
@@ -96,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
         if args.kubeconfig_out:
             emulator.kubeconfig(args.kubeconfig_out)
         print(
-            f"placewise emulator listening on {emulator.url} "
-            f"(port {emulator.port}, {len(objects)} objects)",
+            f"placewise emulator listening on {emulator.url} (port {emulator.port}, "
+            f"{len(objects)} objects)",
             flush=True,
         )
         if args.kubeconfig_out:

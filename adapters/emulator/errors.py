@@ -91,8 +91,8 @@ def conflict(plural: str, group: str, name: str, why: str) -> ApiError:
 
 
 STALE = (
-    "the object has been modified; please apply your changes to the latest "
-    "version and try again"
+    "the object has been modified; please apply your changes to the latest version "
+    "and try again"
 )
 
 

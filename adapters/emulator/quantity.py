@@ -43,7 +43,7 @@ def parse_quantity(value: Any) -> Fraction:
     m = _RE.match(text)
     if not m:
         raise ValueError(
-            f"quantities must match the regular expression "
+            "quantities must match the regular expression "
             f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
         )
     number = Fraction(m.group(1))

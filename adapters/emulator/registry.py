@@ -88,9 +88,8 @@ class Registry:
                 rt.group,
                 name,
                 (
-                    f"unable to create new content in namespace {namespace} because "
-                    "it is being "
-                    "terminated"
+                    f"unable to create new content in namespace {namespace} because it "
+                    "is being terminated"
                 ),
             )
 
@@ -133,8 +132,8 @@ class Registry:
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
                 raise errors.bad_request(
-                    "the namespace of the provided object does not match "
-                    "the namespace sent on the request"
+                    "the namespace of the provided object does not match the "
+                    "namespace sent on the request"
                 )
             meta["namespace"] = namespace
         else:
@@ -181,13 +180,13 @@ class Registry:
         meta = new.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request(
-                f"the name of the object ({meta['name']}) does not match "
-                f"the name on the URL ({name})"
+                f"the name of the object ({meta['name']}) does not match the name on "
+                f"the URL ({name})"
             )
         if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
             raise errors.bad_request(
-                "the namespace of the provided object does not match the "
-                "namespace sent on the request"
+                "the namespace of the provided object does not match the namespace "
+                "sent on the request"
             )
         with self.store.lock:
             old = self.require(rt, namespace, name)
@@ -214,8 +213,7 @@ class Registry:
                     name,
                     (
                         "Precondition failed: UID in precondition: "
-                        f"{old_meta.get('uid')}, "
-                        f"UID in object meta: {meta['uid']}"
+                        f"{old_meta.get('uid')}, UID in object meta: {meta['uid']}"
                     ),
                 )
             return self._commit_update(rt, namespace, old, new, subresource, dry_run)
@@ -261,8 +259,8 @@ class Registry:
             elif ctype == "application/merge-patch+json":
                 if not isinstance(body, dict):
                     raise errors.bad_request(
-                        "json: cannot unmarshal array into Go value of "
-                        "type map[string]interface {}"
+                        "json: cannot unmarshal array into Go value of type "
+                        "map[string]interface {}"
                     )
                 new = patch.apply_merge_patch(copy.deepcopy(current), body)
             else:
@@ -280,14 +278,13 @@ class Registry:
                     name,
                     (
                         "Precondition failed: UID in precondition: "
-                        f"{old_meta.get('uid')}, "
-                        f"UID in object meta: {meta['uid']}"
+                        f"{old_meta.get('uid')}, UID in object meta: {meta['uid']}"
                     ),
                 )
             if meta.get("name") != name:
                 raise errors.bad_request(
-                    f"the name of the object ({meta.get('name')}) does "
-                    f"not match the name on the URL ({name})"
+                    f"the name of the object ({meta.get('name')}) does not match the "
+                    f"name on the URL ({name})"
                 )
             return self._commit_update(rt, namespace, old, new, subresource, dry_run)
 
@@ -303,9 +300,8 @@ class Registry:
                     rt.group,
                     name,
                     (
-                        f"Precondition failed: UID in precondition: {opts.uid}, UID "
-                        "in object "
-                        f"meta: {meta.get('uid')}"
+                        f"Precondition failed: UID in precondition: {opts.uid}, UID in "
+                        f"object meta: {meta.get('uid')}"
                     ),
                 )
             if opts.resource_version and opts.resource_version != meta.get(
@@ -316,7 +312,7 @@ class Registry:
                     rt.group,
                     name,
                     (
-                        f"Precondition failed: ResourceVersion in precondition: "
+                        "Precondition failed: ResourceVersion in precondition: "
                         f"{opts.resource_version}, ResourceVersion in object meta: "
                         f"{meta.get('resourceVersion')}"
                     ),
@@ -428,9 +424,8 @@ def _check_body(rt: ResourceType, body: Any) -> JSON:
     api_version = body.get("apiVersion")
     if api_version and api_version != rt.api_version:
         raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the "
-            "expected API "
-            f"version ({rt.api_version})"
+            f"the API version in the data ({api_version}) does not match the expected "
+            f"API version ({rt.api_version})"
         )
     return copy.deepcopy(body)
 

@@ -99,8 +99,8 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             values = tuple(v.strip() for v in inner.split(",")) if inner.strip() else ()
             if op == "in" and not values:
                 raise bad_request(
-                    "unable to parse requirement: for 'in', 'notin' operators, "
-                    "values set can't be empty"
+                    "unable to parse requirement: for 'in', 'notin' operators, values "
+                    "set can't be empty"
                 )
             reqs.append(Requirement(key, op, values))
             continue
@@ -111,8 +111,8 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             op = {"==": "=", "=": "=", "!=": "!=", ">": "gt", "<": "lt"}[sym]
             if op in ("gt", "lt") and not re.fullmatch(r"-?\d+", value):
                 raise bad_request(
-                    f"unable to parse requirement: for 'Gt', 'Lt' operators, "
-                    f"the value must be an integer: {value}"
+                    "unable to parse requirement: for 'Gt', 'Lt' operators, the value "
+                    f"must be an integer: {value}"
                 )
             reqs.append(Requirement(key, op, (value,)))
             continue

@@ -31,8 +31,7 @@ SYSTEM_PRIORITY_CLASSES: list[JSON] = [
         "value": value,
         "preemptionPolicy": "PreemptLowerPriority",
         "description": "Used for system critical pods that must not be moved from "
-        "their "
-        "current node."
+        "their current node."
         if "node" in name
         else "Used for system critical pods that must run in the cluster, but can "
         "be moved to another node if necessary.",
@@ -63,15 +62,14 @@ _SUBDOMAIN = re.compile(
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-    "characters, '-' or '.', and must start and end with an alphanumeric "
-    "character (e.g. 'example.com', regex used for validation is "
+    "characters, '-' or '.', and must start and end with an alphanumeric character "
+    "(e.g. 'example.com', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 _LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
-    "characters or '-', and must start and end with an alphanumeric character "
-    "(e.g. 'my-name',  or '123-abc', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+    "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
 _POD_SPEC_FORBIDDEN = (
     "pod updates may not change fields other than `spec.containers[*].image`,"
@@ -183,9 +181,8 @@ def _pod_defaults(rt: ResourceType, pod: JSON, store: Store, strict: bool) -> No
             name,
             (
                 f"the integer value of priority ({spec['priority']}) must not be "
-                "provided "
-                f"in pod spec; priority admission controller computed {value} from the "
-                "given PriorityClass name"
+                f"provided in pod spec; priority admission controller computed {value} "
+                "from the given PriorityClass name"
             ),
         )
     spec.setdefault("priority", value)
@@ -357,8 +354,7 @@ def _validate_pod_update(rt: ResourceType, old: JSON, new: JSON) -> None:
                         "spec.nodeSelector",
                         "FieldValueInvalid",
                         "Invalid value: only additions to spec.nodeSelector are "
-                        "allowed "
-                        "(no mutations or deletions)",
+                        "allowed (no mutations or deletions)",
                     )
                 ],
             )

@@ -48,8 +48,7 @@ def _pod_preconditions(pod: JSON, name: str, uid: str | None, rv: str | None) ->
             name,
             (
                 f"Precondition failed: ResourceVersion in precondition: {rv}, "
-                "ResourceVersion in "
-                f"object meta: {meta.get('resourceVersion')}"
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}"
             ),
         )
 
@@ -203,10 +202,9 @@ def evict(
                 "",
                 name,
                 (
-                    f"the UID in the precondition ({opts.uid}) does not match the "
-                    "UID in record "
-                    f"({meta.get('uid')}). The object might have been deleted and "
-                    "then recreated"
+                    f"the UID in the precondition ({opts.uid}) does not match the UID "
+                    f"in record ({meta.get('uid')}). The object might have been "
+                    "deleted and then recreated"
                 ),
             )
         if opts.resource_version and opts.resource_version != meta.get(
@@ -218,10 +216,9 @@ def evict(
                 name,
                 (
                     "the ResourceVersion in the precondition "
-                    f"({opts.resource_version}) does not "
-                    "match the ResourceVersion in record "
-                    f"({meta.get('resourceVersion')}). The "
-                    "object might have been modified"
+                    f"({opts.resource_version}) does not match the ResourceVersion in "
+                    f"record ({meta.get('resourceVersion')}). The object might have "
+                    "been modified"
                 ),
             )
         if not _can_ignore_pdb(pod):
@@ -230,8 +227,8 @@ def evict(
             if len(pdbs) > 1:
                 raise errors.unknown(
                     500,
-                    "This pod has more than one PodDisruptionBudget, "
-                    "which the eviction subresource does not support.",
+                    "This pod has more than one PodDisruptionBudget, which the "
+                    "eviction subresource does not support.",
                 )
             if pdbs and not _unhealthy_may_go(pod, pdbs[0]):
                 _check_and_decrement(reg, pdbs[0], name, opts.dry_run)

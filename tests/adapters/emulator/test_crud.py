@@ -120,8 +120,7 @@ def test_stale_put_is_409_with_upstream_message(core: client.CoreV1Api) -> None:
     assert body["reason"] == "Conflict"
     assert body["message"] == (
         'Operation cannot be fulfilled on pods "p1": the object has been modified; '
-        "please "
-        "apply your changes to the latest version and try again"
+        "please apply your changes to the latest version and try again"
     )
     assert core.read_namespaced_pod("p1", "ml").metadata.labels == {"writer": "one"}
 

@@ -80,8 +80,7 @@ def test_custom_object_put_needs_resource_version(
     assert err.value.status == 422
     assert json.loads(err.value.body)["message"] == (
         'Workload.kueue.x-k8s.io "w1" is invalid: metadata.resourceVersion: '
-        "Invalid value: "
-        "0x0: must be specified for an update"
+        "Invalid value: 0x0: must be specified for an update"
     )
 
 
