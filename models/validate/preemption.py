@@ -19,7 +19,6 @@ from models.validate.quota import (
     QuotaTree,
     assignment_usage,
     final_usage,
-    running_usage,
 )
 from models.workload import Workload
 
@@ -39,7 +38,11 @@ class _Checker:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.tree = QuotaTree(ctx.snap)
-        self.initial = running_usage(ctx.snap.running)
+        # A multi-cycle plan may first admit into a queue, making it borrow,
+        # and then reclaim from it: "borrowing" is judged on the peak usage
+        # (running plus admissions), which is the initial state for a plan
+        # that admits nothing there.
+        self.peak = final_usage(ctx, keep_victims=True)
         self.final = final_usage(ctx)
         self.pending = {w.key: w for w in ctx.snap.pending}
         self._memo: dict[tuple[NodeId, FlavorResource, bool], dict[NodeId, Amounts]]
@@ -50,7 +53,7 @@ class _Checker:
     ) -> dict[NodeId, Amounts]:
         key = (root, fr, final)
         if key not in self._memo:
-            usage = self.final if final else self.initial
+            usage = self.final if final else self.peak
             self._memo[key] = self.tree.amounts(root, fr, usage)
         return self._memo[key]
 
@@ -178,7 +181,7 @@ class _Checker:
         return out
 
     def _borrowing(self, node: NodeId, frs: set[FlavorResource]) -> bool:
-        """Above its quota (U > S) on some fr, before the plan."""
+        """Above its quota (U > S) on some fr, at the plan's peak usage."""
         root = self.tree.root_of(node)
         for fr in frs:
             a = self._amounts(root, fr, False)[node]

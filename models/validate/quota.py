@@ -212,9 +212,15 @@ def admitted_usage(adm: Admitted) -> dict[FlavorResource, int]:
     return out
 
 
-def final_usage(ctx: Context) -> dict[str, dict[FlavorResource, int]]:
-    """Running minus victims plus the plan's admissions, per queue."""
-    acc = running_usage(ctx.remaining)
+def final_usage(
+    ctx: Context, keep_victims: bool = False
+) -> dict[str, dict[FlavorResource, int]]:
+    """Running minus victims plus the plan's admissions, per queue.
+
+    ``keep_victims`` gives the peak instead: everything a queue holds at
+    some point while the plan is carried out.
+    """
+    acc = running_usage(ctx.snap.running if keep_victims else ctx.remaining)
     for adm in ctx.admitted:
         if adm.cluster_queue is not None:
             add_usage(acc, adm.cluster_queue.name, admitted_usage(adm))

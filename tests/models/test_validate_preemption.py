@@ -191,3 +191,17 @@ def test_hierarchical_advantage_ignores_borrow_within_cohort(
               "InCohortReclamation",
               running("default/filler", "hl", 4, priority=9), admit=4)
     assert rules(v) == expected
+
+
+def test_queue_that_borrows_through_the_plan_can_be_reclaimed() -> None:
+    """Over several cycles a plan may admit into ``lender`` (3 + 3 > 4) and
+    later reclaim from it; borrowing is judged on that peak usage."""
+    victim = running("default/victim", "lender", 3, priority=-5)
+    late = pending("default/late", 3, queue="lq-lender")
+    snap = load("preempt.yaml", victim, late,
+                pending("default/in", 2, queue="lq-p1", priority=1))
+    fill = admission("default/late", "lender", psa("main", {"cpu": "f"}, {"cpu": "3"}))
+    evict = [("default/victim", "default/in", "InCohortReclamation")]
+    assert check(snap, plan([fill], pending=["default/in"], preemptions=evict)) == []
+    assert rules(check(snap, plan([], pending=["default/in", "default/late"],
+                                  preemptions=evict))) == ["preemption.not-borrowing"]
