@@ -26,6 +26,7 @@ from models.plan import (
     SolverInfo,
 )
 from models.snapshot import Snapshot
+from models.validate import validate
 from models.workload import (
     PodSet,
     PodSetAssignment,
@@ -180,3 +181,12 @@ def _preemptor(
     best = min(waiting, key=rank)
     same = snapshot.cluster_queue_of(best) == vcq
     return best.key, "InClusterQueue" if same else "InCohortReclamation"
+
+
+def assert_feasible(snapshot: Snapshot, plan: Plan) -> None:
+    """Fail with every violation if the independent validator rejects
+    ``plan``; for any test that produces a plan, solver tests included."""
+    violations = validate(snapshot, plan)
+    assert not violations, "plan rejected by the validator:\n" + "\n".join(
+        str(v) for v in violations
+    )

@@ -162,13 +162,15 @@ class Context:
         own = _tas_flavors(self, psa.flavors.values())
         if own or psa.flavors:
             return own[0] if own else None
+        if adm.cluster_queue is None or not self.wants_tas(adm.cluster_queue, ps):
+            return None
         if ps.topology.group:
             for other_ps, other in adm.pairs():
                 if other_ps.topology.group == ps.topology.group and other is not psa:
                     found = _tas_flavors(self, other.flavors.values())
                     if found:
                         return found[0]
-        if adm.cluster_queue is not None and psa.topology_assignment is not None:
+        if psa.topology_assignment is not None:
             in_cq = _tas_flavors(self, adm.cluster_queue.flavor_names)
             if len(in_cq) == 1:
                 return in_cq[0]
