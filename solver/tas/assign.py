@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from models.scheduling import Toleration
 from models.workload import TopologyAssignment, TopologyDomain
-from solver.tas.capacity import Free, demand
+from solver.tas.capacity import Demand, Free
 from solver.tas.counts import fill_counts, resource_exclusions
 from solver.tas.messages import Exclusions, multi_layer_not_fit, not_fit
 from solver.tas.placement import descend, find_level
@@ -21,7 +21,7 @@ def assign_group(
     workers: TasPodSetRequest,
     leader: TasPodSetRequest | None,
     extra_tolerations: tuple[Toleration, ...],
-    resource_index: Mapping[str, int],
+    demand_of: Callable[[Mapping[str, int]], Demand],
 ) -> dict[str, TopologyAssignment] | str:
     """Kueue's ``findTopologyAssignment`` for one group on capacity ``free``.
 
@@ -50,10 +50,8 @@ def assign_group(
     )
     if isinstance(params, str):
         return params
-    worker_demand = demand(workers.requests, resource_index)
-    leader_demand = (
-        demand(leader.requests, resource_index) if leader is not None else None
-    )
+    worker_demand = demand_of(workers.requests)
+    leader_demand = demand_of(leader.requests) if leader is not None else None
     tolerations = workers.placement.tolerations + tree.tolerations + extra_tolerations
 
     # Phase 1: bottom-up capacity.

@@ -72,7 +72,10 @@ def fit_count(free: IntArray, d: Demand) -> IntArray:
     return out
 
 
-def _key(d: Demand) -> tuple[tuple[int, ...], tuple[int, ...]]:
+Key = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def _key(d: Demand) -> Key:
     return d.cols, d.vals
 
 
@@ -88,9 +91,8 @@ class FitCache:
         self._version = 0
         self._log: list[IntArray] = []
         self._log_start = 0
-        self._live: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, IntArray]]
-        self._live = {}
-        self._base: dict[tuple[tuple[int, ...], tuple[int, ...]], IntArray] = {}
+        self._live: dict[Key, tuple[int, IntArray]] = {}
+        self._base: dict[Key, IntArray] = {}
 
     def changed(self, leaves: IntArray) -> None:
         self._log.append(leaves)
@@ -115,7 +117,8 @@ class FitCache:
             counts = fit_count(free, d)
         else:
             counts = entry[1].copy()
-            rows = np.unique(np.concatenate(self._log[entry[0] - self._log_start :]))
+            pending = self._log[entry[0] - self._log_start :]
+            rows = pending[0] if len(pending) == 1 else np.concatenate(pending)
             counts[rows] = fit_count(free[:, rows], d)
         counts.flags.writeable = False
         if len(self._live) >= _CACHE_SHAPES and key not in self._live:
@@ -124,11 +127,7 @@ class FitCache:
         return counts
 
     @staticmethod
-    def _store(
-        table: dict[tuple[tuple[int, ...], tuple[int, ...]], IntArray],
-        key: tuple[tuple[int, ...], tuple[int, ...]],
-        counts: IntArray,
-    ) -> IntArray:
+    def _store(table: dict[Key, IntArray], key: Key, counts: IntArray) -> IntArray:
         counts.flags.writeable = False
         if len(table) >= _CACHE_SHAPES:
             table.clear()

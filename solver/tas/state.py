@@ -19,7 +19,7 @@ from models.scheduling import Toleration
 from models.snapshot import Snapshot
 from models.workload import TopologyAssignment
 from solver.tas.assign import assign_group
-from solver.tas.capacity import demand, fit_count, free_view
+from solver.tas.capacity import Demand, demand, fit_count, free_view
 from solver.tas.tree import FlavorTree, IntArray
 from solver.tas.types import CAP, PODS, TasPodSetRequest, TasResult, clip
 
@@ -64,6 +64,7 @@ class TasState:
                 table[rows] = np.arange(rows.shape[0])
                 self._host_leaf[name] = table
         self._workloads: dict[str, list[Usage]] = {}
+        self._demands: dict[tuple[tuple[str, int], ...], Demand] = {}
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> TasState:
@@ -210,6 +211,11 @@ class TasState:
                 workers, leader = live
                 if leader.count > workers.count:
                     workers, leader = leader, workers
+                if leader.count != 1:
+                    # Kueue's webhook rejects such groups; placing one pod
+                    # for a larger pod set would under-count its usage.
+                    reason = f"leader pod set {leader.name} must have exactly 1 pod"
+                    return TasResult(None, reason, leader.name)
             free = free_view(
                 table,
                 tree.fit_cache,
@@ -217,7 +223,7 @@ class TasState:
                 self._assumed(tree, host_assumed, leaf_assumed),
             )
             placed = assign_group(
-                tree, free, workers, leader, tolerations, self.resource_index
+                tree, free, workers, leader, tolerations, self._demand
             )
             if isinstance(placed, str):
                 return TasResult(None, placed, workers.name)
@@ -265,6 +271,16 @@ class TasState:
             ]
 
     # -- usage accounting -----------------------------------------------------
+
+    def _demand(self, per_pod: Mapping[str, int]) -> Demand:
+        """Per-pod demand over the resource table, memoised by content."""
+        key = tuple(sorted(per_pod.items()))
+        found = self._demands.get(key)
+        if found is None:
+            if len(self._demands) >= 4096:
+                self._demands.clear()
+            found = self._demands[key] = demand(per_pod, self.resource_index)
+        return found
 
     def _vector(self, per_pod: Mapping[str, int]) -> list[int]:
         """Per-pod usage over the resource table, with one ``pods``."""
@@ -367,5 +383,5 @@ class TasState:
             np.asarray(leaves, dtype=np.int64), return_inverse=True
         )
         need = np.bincount(inverse, weights=counts).astype(np.int64)
-        got = fit_count(tree.rem[:, uniq], demand(per_pod, self.resource_index))
+        got = fit_count(tree.rem[:, uniq], self._demand(per_pod))
         return bool((got >= need).all())
