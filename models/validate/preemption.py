@@ -67,8 +67,9 @@ class _Checker:
         cq = snap.cluster_queues.get(cq_name or "")
         blocked = snap.blocked_reason(w)
         if cq is None or blocked is not None:
+            why = blocked or f"ClusterQueue {cq_name} doesn't exist"
             return [self._v("preemption.scope", victim,
-                            f"preemptor {w.key} cannot be admitted: {blocked}")]
+                            f"preemptor {w.key} cannot be admitted: {why}")]
         assert victim.admission is not None
         vcq = victim.admission.cluster_queue
         same = vcq == cq.name
