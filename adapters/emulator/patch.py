@@ -179,13 +179,16 @@ def apply_merge_patch(doc: Any, patch: Any) -> Any:
 # -- strategic merge patch ------------------------------------------------------------
 
 # Dotted field paths (list indices dropped) -> merge key; "" marks a primitive list
-# merged as a set. Paths absent from the schema are replaced whole.
+# merged as a set. Lists absent from the schema are replaced whole (no patchStrategy
+# tag upstream, even where the list is a listType=map for server-side apply).
+# Checked against kubernetes/api core/v1, policy/v1 and scheduling/v1beta1 tags.
 _CONTAINER = {
     "ports": "containerPort",
     "env": "name",
     "volumeMounts": "mountPath",
     "volumeDevices": "devicePath",
 }
+REPLACE = "$replace"  # a map field whose patchStrategy is replace (PDB selector)
 _POD_SPEC = {
     "volumes": "name",
     "initContainers": "name",
@@ -196,6 +199,7 @@ _POD_SPEC = {
     "schedulingGates": "name",
     "resourceClaims": "name",
     "topologySpreadConstraints": "topologyKey",
+    "evictionResponders": "name",
 }
 _META = {"ownerReferences": "uid", "finalizers": ""}
 _CONDITIONS = {"conditions": "type"}
@@ -224,20 +228,24 @@ _KIND_SCHEMAS: dict[str, dict[str, str]] = {
         "status.podIPs": "ip",
         "status.hostIPs": "ip",
         "status.resourceClaimStatuses": "name",
+        "status.nodeAllocatableResourceClaimStatuses": "resourceClaimName",
     },
     "Node": {
         "spec.podCIDRs": "",
         "status.conditions": "type",
         "status.addresses": "type",
     },
-    "Namespace": {"spec.finalizers": "", "status.conditions": "type"},
+    "Namespace": {"status.conditions": "type"},
     "Service": {"spec.ports": "port", "status.conditions": "type"},
     "PodTemplate": _template("template.spec"),
-    "PodDisruptionBudget": {"status.conditions": "type"},
+    "PodDisruptionBudget": {"spec.selector": REPLACE, "status.conditions": "type"},
     "Job": {**_template("spec.template.spec"), "status.conditions": "type"},
     "CronJob": _template("spec.jobTemplate.spec.template.spec"),
-    "Workload": {"spec.podGroups": "name", "spec.podGroupTemplates": "name"},
-    "PodGroup": {"status.conditions": "type"},
+    "PodGroup": {
+        "spec.resourceClaims": "name",
+        "status.conditions": "type",
+        "status.resourceClaimStatuses": "name",
+    },
 }
 for _kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
     _KIND_SCHEMAS[_kind] = {
@@ -287,13 +295,15 @@ def _merge_map(
         sub = f"{path}.{key}" if path else key
         if value is None:
             out.pop(key, None)
+        elif isinstance(value, dict) and schema.get(sub) == REPLACE:
+            out[key] = _strip(value)
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
             merged = _merge_map(out[key], value, schema, sub)
             if merged is None:
                 out.pop(key, None)
             else:
                 out[key] = merged
-        elif isinstance(value, list) and sub in schema:
+        elif isinstance(value, list) and schema.get(sub, REPLACE) != REPLACE:
             out[key] = _merge_list(out.get(key), value, schema, sub)
         elif isinstance(value, dict):
             merged = _merge_map({}, value, schema, sub)

@@ -266,6 +266,13 @@ def builtin_table() -> list[ResourceType]:
     rows += _builtin(
         "scheduling.k8s.io", _WORKLOAD_API_V, "podgroups", "PodGroup", True
     )
+    rows += _builtin(
+        "scheduling.k8s.io",
+        ("v1alpha3", "v1beta1"),
+        "compositepodgroups",
+        "CompositePodGroup",
+        True,
+    )
     for plural, kind in (
         ("deployments", "Deployment"),
         ("statefulsets", "StatefulSet"),

@@ -232,6 +232,13 @@ class ApiServer:
             self._write(h, self.dispatch(method, route, query, body, content_type))
         except errors.ApiError as exc:
             self._write(h, Response(exc.code, exc.status(), exc.headers))
+        except (OSError, WatchDropped):
+            raise
+        except Exception as exc:
+            # An emulator bug must still answer like an apiserver: a 500 Status.
+            log.exception("internal error serving %s %s", method, h.path)
+            failure = errors.internal(f"{type(exc).__name__}: {exc}")
+            self._write(h, Response(500, failure.status()))
 
     def _write(self, h: _Handler, resp: Response) -> None:
         if isinstance(resp.body, str):
@@ -274,12 +281,15 @@ class ApiServer:
                 h.wfile.flush()
             h.wfile.write(b"0\r\n\r\n")
             h.wfile.flush()
-        except WatchDropped:
+        except OSError:
+            h.close_connection = True
+        except Exception as exc:
+            # Headers are out: the only way to fail a stream is to cut it.
+            if not isinstance(exc, WatchDropped):
+                log.exception("watch stream failed")
             h.close_connection = True
             with contextlib.suppress(OSError):
                 h.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            h.close_connection = True
 
 
 def _parse_body(raw: bytes, content_type: str) -> Any:

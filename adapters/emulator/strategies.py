@@ -211,12 +211,11 @@ def prepare_create(rt: ResourceType, obj: JSON, store: Store, from_api: bool) ->
         meta.setdefault("generation", 1)
     if rt.storage == ("", "pods"):
         _pod_defaults(rt, obj, store, strict=from_api)
-        if from_api or not (obj.get("status") or {}).get("phase"):
-            status = obj["status"] = (
-                dict(obj.get("status") or {}) if not from_api else {}
-            )
-            status.setdefault("phase", "Pending")
-            status.setdefault("qosClass", qos_class(obj))
+        # The API resets status on create; a loaded pod keeps what it has.
+        status = {} if from_api else dict(obj.get("status") or {})
+        status.setdefault("phase", "Pending")
+        status.setdefault("qosClass", qos_class(obj))
+        obj["status"] = status
     elif rt.storage == ("", "namespaces"):
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")

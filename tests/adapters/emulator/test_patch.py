@@ -282,3 +282,31 @@ def test_strategic_merge_on_custom_resource_is_415(
     )
     assert patched["spec"] == {"nodeLabels": {"pool": "a"}}
     assert patched["metadata"]["generation"] == 2
+
+
+def test_pdb_selector_is_replaced_not_merged(api: client.ApiClient) -> None:
+    """policy/v1 PodDisruptionBudget.spec.selector has patchStrategy=replace."""
+    policy = client.PolicyV1Api(api)
+    policy.create_namespaced_pod_disruption_budget(
+        "ml",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        },
+    )
+    patched = policy.patch_namespaced_pod_disruption_budget(
+        "pdb",
+        "ml",
+        {
+            "spec": {
+                "selector": {
+                    "matchExpressions": [{"key": "tier", "operator": "Exists"}]
+                }
+            }
+        },
+    )
+    assert patched.spec.selector.match_labels is None
+    assert patched.spec.selector.match_expressions[0].key == "tier"
+    assert patched.metadata.generation == 2
