@@ -79,8 +79,10 @@ def assign_group(
     # Phase 2b: distribute down to the leaves.
     taken = descend(tree, counts, params, level, fit)
     if taken is None:
+        # Kueue only logs "code assumptions violated" here and goes on with an
+        # empty assignment; a failure is the honest answer.
         return (
-            f"topology {tree.topology_name!r}: could not distribute "
+            f'topology "{tree.topology_name}" could not distribute '
             f"{params.count} pod(s) below level {tree.levels[level]}"
         )
 

@@ -7,7 +7,7 @@ them with what Kueue prints, so the wording follows ``notFitMessage`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,7 +91,3 @@ def _slices_below(
     for lvl in range(target, level, -1):
         anc = tree.parent[lvl][anc]
     return int(per[anc == domain].sum())
-
-
-Reason = Callable[[int, int, int], str]
-"""(level, fitting slices, requested slices) -> failure reason."""

@@ -133,7 +133,8 @@ class FlavorTree:
         self.usage: IntArray = np.zeros_like(base)
         """TAS usage per leaf; only used when leaves are not hostnames."""
         self.leaf_host: IntArray = np.zeros(0, dtype=np.int64)
-        """Global host row of each leaf (hostname topologies); set by TasState."""
+        """Global host row of each leaf (hostname topologies), set by TasState:
+        leaves of different flavors with the same row share one capacity."""
         self.fit_cache = FitCache()
 
         self._taint_leaves: list[tuple[int, tuple[Taint, ...]]] = []
