@@ -1,7 +1,8 @@
 """``placewise emulate``: serve instance files through an emulated API server.
 
 ``register(subparsers)`` adds the subcommand to the project CLI's argparse
-tree and sets ``func=run``; ``run(args)`` blocks until SIGINT/SIGTERM.
+tree and sets ``run=run`` (the project CLI dispatches on ``args.run``);
+``run(args)`` blocks until SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="seconds between watch bookmarks (default 60, as a real apiserver)",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ DRIVER = (
     "parser = argparse.ArgumentParser(prog='placewise')\n"
     "register(parser.add_subparsers(dest='command'))\n"
     "args = parser.parse_args(sys.argv[1:])\n"
-    "sys.exit(args.func(args))\n"
+    "sys.exit(args.run(args))\n"
 )
 INSTANCE = """\
 apiVersion: v1
