@@ -27,19 +27,6 @@ from adapters.generate._units import make_uid, parse_time, timestamp
 from adapters.generate.config import GeneratorConfig
 from adapters.generate.placement import Capacity
 
-KIND_ORDER = (
-    "Namespace",
-    "Node",
-    "Topology",
-    "ResourceFlavor",
-    "WorkloadPriorityClass",
-    "Cohort",
-    "ClusterQueue",
-    "LocalQueue",
-    "Pod",
-    "Workload",
-)
-
 
 def generate(config: GeneratorConfig, seed: int) -> list[dict[str, Any]]:
     """Build a consistent instance; the same config and seed give the same objects.

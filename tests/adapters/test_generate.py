@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from adapters.generate import (
     FAMILIES,
@@ -363,6 +365,29 @@ def test_family_generates_a_consistent_instance(name: str) -> None:
     assert counts["Node"] == config.node_count
 
 
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_every_pending_pod_fits_an_empty_host(name: str) -> None:
+    """No family asks for pods no host could ever run (by accident)."""
+    config = small(name).with_overrides(pending=min(small(name).pending, 300))
+    objects = generate(config, 2)
+    nodes = [o for o in objects if o["kind"] == "Node"]
+    for wl in objects:
+        if wl["kind"] != "Workload" or is_running(wl):
+            continue
+        for ps in wl["spec"]["podSets"]:
+            spec = ps["template"]["spec"]
+            need = {**requests(spec), "pods": 1}
+            selector = spec.get("nodeSelector", {}).items()
+            assert any(
+                selector <= n["metadata"]["labels"].items()
+                and all(
+                    v <= q(n["status"]["allocatable"].get(r, "0"), r)
+                    for r, v in need.items()
+                )
+                for n in nodes
+            ), (name, wl["metadata"]["name"], need)
+
+
 @pytest.mark.parametrize("name", ["default", "multi-team", "preemption-heavy"])
 def test_v1beta1_instance_is_consistent(name: str) -> None:
     """The v1beta1 wire forms (spec.cohort, priorityClassName, levels/domains)."""
@@ -431,6 +456,67 @@ def test_compressed_slice_decodes_to_the_input(
     assert decode_assignment(ta) == [
         ((h,), c) for h, c in zip(hosts, counts, strict=True)
     ]
+
+
+def test_non_tas_flavor_workloads_bring_their_pods() -> None:
+    """On a non-TAS flavor a running Workload has no topologyAssignment, so its
+    plain bound pods are what count against the hosts."""
+    from adapters.generate import NodeType
+
+    config = family("default").with_overrides(
+        node_types=(
+            NodeType(name="h100", flavor="h100", fraction=0.5),
+            NodeType(
+                name="l4",
+                flavor="l4-spot",
+                fraction=0.5,
+                gpus=4,
+                cpu="48",
+                memory="192Gi",
+                tas=False,
+                labels={"node.kubernetes.io/instance-type": "g2-standard-48"},
+            ),
+        ),
+        running_workload_share=0.8,
+        running_classes=(
+            WorkloadClass(
+                "infer",
+                pod_counts=(1, 2),
+                gpus_per_pod=(1,),
+                cpu_per_gpu="4",
+                memory_per_gpu="16Gi",
+            ),
+        ),
+        queues=QueueConfig(cluster_queues=2, flavor_order="rotate"),
+    )
+    objects = generate(config, 3)
+    check_consistency(config, objects)
+    kinds = by_kind(objects)
+    spot = next(
+        f for f in kinds["ResourceFlavor"] if f["metadata"]["name"] == "l4-spot"
+    )
+    assert "topologyName" not in spot["spec"]
+    on_spot = [
+        w
+        for w in kinds["Workload"]
+        if is_running(w)
+        and w["status"]["admission"]["podSetAssignments"][0]["flavors"][
+            "nvidia.com/gpu"
+        ]
+        == "l4-spot"
+    ]
+    assert on_spot
+    for w in on_spot:
+        psa = w["status"]["admission"]["podSetAssignments"][0]
+        assert "topologyAssignment" not in psa
+        pods = [
+            p
+            for p in kinds["Pod"]
+            if p["metadata"]["name"].startswith(w["metadata"]["name"] + "-")
+            and p["metadata"]["namespace"] == w["metadata"]["namespace"]
+        ]
+        assert len(pods) == psa["count"]
+        assert all("annotations" not in p["metadata"] for p in pods)
 
 
 def test_fragmented_family_fragments_the_hosts() -> None:
@@ -621,6 +707,93 @@ def test_kueue_tas_perf_matches_kueues_generator() -> None:
         "podSetSliceRequiredTopology": "cloud.provider.com/topology-rack",
         "podSetSliceSize": 4,
     }
+
+
+_levels = st.sampled_from(["block", "rack", "hostname"])
+
+
+@st.composite
+def _classes(draw: st.DrawFn) -> WorkloadClass:
+    topology = draw(st.sampled_from(["required", "preferred", "unconstrained", "none"]))
+    level = draw(_levels)
+    slice_size = draw(st.sampled_from([None, 1, 2]))
+    slice_level = None
+    if slice_size is not None:
+        deeper = ["block", "rack", "hostname"]
+        if topology in ("required", "preferred"):
+            deeper = deeper[deeper.index(level) :]
+        slice_level = draw(st.sampled_from(deeper))
+    counts = tuple(
+        sorted(set(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))))
+    )
+    if slice_size:
+        counts = tuple(sorted({c * slice_size for c in counts}))
+    return WorkloadClass(
+        name=draw(st.sampled_from(["a", "b", "c"])) + str(len(counts)),
+        pod_counts=counts,
+        gpus_per_pod=tuple(draw(st.sets(st.integers(0, 8), min_size=1, max_size=3))),
+        topology=topology,
+        level=level,
+        slice_level=slice_level,
+        slice_size=slice_size,
+        partial_probability=0.0 if slice_size else draw(st.sampled_from([0.0, 0.5])),
+        priority_classes=draw(
+            st.sampled_from([{}, {"low": 1.0}, {"normal": 1, "high": 1}])
+        ),
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 6)),
+    fill=st.floats(0, 1),
+    share=st.floats(0, 1),
+    cqs=st.integers(1, 4),
+    cohorts=st.integers(0, 2),
+    borrow=st.sampled_from([None, 0.0, 0.5]),
+    lend=st.sampled_from([None, 0.0, 0.5, 1.0]),
+    version=st.sampled_from(["v1beta1", "v1beta2"]),
+    pods=st.booleans(),
+    classes=st.lists(_classes(), min_size=1, max_size=3, unique_by=lambda c: c.name),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_random_configs_give_consistent_instances(
+    shape: tuple[int, int, int],
+    fill: float,
+    share: float,
+    cqs: int,
+    cohorts: int,
+    borrow: float | None,
+    lend: float | None,
+    version: str,
+    pods: bool,
+    classes: list[WorkloadClass],
+    seed: int,
+) -> None:
+    """Whatever the knobs, the instance stays consistent (property test)."""
+    cohorts = min(cohorts, cqs)
+    queues = QueueConfig(
+        cluster_queues=cqs,
+        cohorts=cohorts,
+        share_concentration=1.0,
+        borrowing_limit_fraction=borrow if cohorts else None,
+        lending_limit_fraction=lend if cohorts else None,
+    )
+    config = GeneratorConfig(
+        blocks=shape[0],
+        racks_per_block=shape[1],
+        hosts_per_rack=shape[2],
+        running_fill=fill,
+        running_workload_share=share,
+        api_version=version,  # type: ignore[arg-type]
+        emit_workload_pods=pods,
+        queues=queues,
+        classes=tuple(classes),
+        pending=12,
+    )
+    objects = generate(config, seed)
+    check_consistency(config, objects)
+    assert summary(objects).get("Workload/pending", 0) == 12
 
 
 # ---------------------------------------------------------------- formats
