@@ -241,3 +241,11 @@ def test_without_kubelet_pods_stay_pending_and_terminating() -> None:
         assert stuck.metadata.deletion_timestamp is not None
         v1.delete_namespaced_pod("p1", "ml", grace_period_seconds=0)
         assert v1.list_namespaced_pod("ml").items == []
+
+
+def test_delete_collection_with_selector(core: client.CoreV1Api) -> None:
+    core.create_namespaced_pod("ml", pod("a", labels={"job": "x"}))
+    core.create_namespaced_pod("ml", pod("b", labels={"job": "x"}))
+    core.create_namespaced_pod("ml", pod("c", labels={"job": "y"}))
+    core.delete_collection_namespaced_pod("ml", label_selector="job=x")
+    assert [p.metadata.name for p in core.list_namespaced_pod("ml").items] == ["c"]
