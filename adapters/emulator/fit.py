@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-from adapters.emulator.quantity import pod_requests, resource_list
+from adapters.emulator.quantity import pod_requests, resource_units
 
 JSON = dict[str, Any]
 
@@ -98,7 +97,7 @@ class NodeState:
     """A node with what its bound pods already use."""
 
     node: JSON
-    used: dict[str, Fraction] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
     pods: list[JSON] = field(default_factory=list)
 
     @property
@@ -106,19 +105,19 @@ class NodeState:
         return str(_meta(self.node).get("name", ""))
 
     @property
-    def allocatable(self) -> dict[str, Fraction]:
-        return resource_list((self.node.get("status") or {}).get("allocatable"))
+    def allocatable(self) -> dict[str, int]:
+        return resource_units((self.node.get("status") or {}).get("allocatable"))
 
     def add(self, pod: JSON) -> None:
         self.pods.append(pod)
         for name, q in pod_requests(pod).items():
-            self.used[name] = self.used.get(name, Fraction(0)) + q
+            self.used[name] = self.used.get(name, 0) + q
 
     def remove(self, pod: JSON) -> None:
         uid = _meta(pod).get("uid")
         self.pods = [p for p in self.pods if _meta(p).get("uid") != uid]
         for name, q in pod_requests(pod).items():
-            self.used[name] = self.used.get(name, Fraction(0)) - q
+            self.used[name] = self.used.get(name, 0) - q
 
 
 def cluster_state(nodes: list[JSON], pods: list[JSON]) -> dict[str, NodeState]:
@@ -135,10 +134,7 @@ def resource_reasons(pod: JSON, state: NodeState) -> list[str]:
     if "pods" in alloc and len(state.pods) + 1 > alloc["pods"]:
         reasons.append("Too many pods")
     for name, want in sorted(pod_requests(pod).items()):
-        if (
-            want > 0
-            and alloc.get(name, Fraction(0)) - state.used.get(name, Fraction(0)) < want
-        ):
+        if want > 0 and alloc.get(name, 0) - state.used.get(name, 0) < want:
             reasons.append(f"Insufficient {name}")
     return reasons
 
@@ -192,12 +188,12 @@ def least_allocated(pod: JSON, state: NodeState) -> int:
     """NodeResourcesFit LeastAllocated over cpu and memory, 0..100."""
     want, alloc, scores = pod_requests(pod), state.allocatable, []
     for name in ("cpu", "memory"):
-        cap = alloc.get(name, Fraction(0))
+        cap = alloc.get(name, 0)
         if cap <= 0:
             continue
-        free = cap - state.used.get(name, Fraction(0)) - want.get(name, Fraction(0))
-        scores.append(max(Fraction(0), free) * 100 / cap)
-    return int(sum(scores) / len(scores)) if scores else 0
+        free = cap - state.used.get(name, 0) - want.get(name, 0)
+        scores.append(max(0, free) * 100 // cap)
+    return sum(scores) // len(scores) if scores else 0
 
 
 def priority(pod: JSON) -> int:

@@ -1,98 +1,44 @@
-"""Kubernetes resource quantities (``100m``, ``1Gi``, ``1e3``) as exact fractions.
+"""Quantities for the emulator: resource lists, pod requests, Go's canonical form.
 
-The emulator needs them for pod QoS and the scheduler stand-in's fit check; a
-Fraction keeps ``0.1`` CPU and ``100m`` equal, as ``resource.Quantity.Cmp`` does.
+Parsing and the effective pod request come from the project's own model
+(``models.quantity``, ``adapters.convert.core``) so the scheduler stand-in
+counts exactly what the solver counts; only the canonical string form that
+``resource.Quantity`` marshals to lives here.
 """
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
 from typing import Any
 
-_SUFFIX = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
-_RE = re.compile(
-    r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
-)
+from adapters.convert.context import Ctx
+from adapters.convert.core import effective_requests
+from models.quantity import parse_fraction, to_units
 
 
-def parse_quantity(value: Any) -> Fraction:
-    """Parse a quantity; raises ValueError on anything the Go parser rejects."""
-    if isinstance(value, bool):
-        raise ValueError(f"quantities must match the regular expression: {value!r}")
-    if isinstance(value, int | float):
-        return Fraction(str(value))
-    text = str(value).strip()
-    m = _RE.match(text)
-    if not m:
-        raise ValueError(
-            "quantities must match the regular expression "
-            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
-        )
-    number = Fraction(m.group(1))
-    if m.group(2):
-        return number * Fraction(10) ** int(m.group(2)[1:])
-    return number * _SUFFIX[m.group(3) or ""]
-
-
-def resource_list(values: Any) -> dict[str, Fraction]:
-    """A ResourceList (``{cpu: "1", memory: "1Gi"}``) parsed; bad entries skipped."""
-    out: dict[str, Fraction] = {}
+def resource_units(values: Any) -> dict[str, int]:
+    """A ResourceList in integer units (CPU milli, else base); bad entries skipped."""
+    out: dict[str, int] = {}
     if not isinstance(values, dict):
         return out
     for name, raw in values.items():
         try:
-            out[str(name)] = parse_quantity(raw)
+            out[str(name)] = to_units(str(name), raw)
         except ValueError:
             continue
     return out
 
 
-def pod_requests(pod: dict[str, Any]) -> dict[str, Fraction]:
-    """Effective pod request: max(sum of containers, any init container) plus overhead.
-
-    Sidecar init containers (restartPolicy Always) add to the sum, as in the
-    upstream resource helpers.
-    """
-    spec = pod.get("spec") or {}
-    total: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        for name, q in resource_list(
-            (c.get("resources") or {}).get("requests")
-        ).items():
-            total[name] = total.get(name, Fraction(0)) + q
-    sidecars: dict[str, Fraction] = {}
-    for c in spec.get("initContainers") or []:
-        req = resource_list((c.get("resources") or {}).get("requests"))
-        if c.get("restartPolicy") == "Always":
-            for name, q in req.items():
-                sidecars[name] = sidecars.get(name, Fraction(0)) + q
-                total[name] = total.get(name, Fraction(0)) + q
-            continue
-        for name, q in req.items():
-            total[name] = max(
-                total.get(name, Fraction(0)), q + sidecars.get(name, Fraction(0))
-            )
-    for name, q in resource_list(spec.get("overhead")).items():
-        total[name] = total.get(name, Fraction(0)) + q
-    return total
+def pod_requests(pod: dict[str, Any]) -> dict[str, int]:
+    """The effective pod request (containers, sidecars, init containers, overhead)."""
+    meta = pod.get("metadata") or {}
+    ctx = Ctx(
+        [],
+        "<emulator>",
+        "Pod",
+        str(meta.get("namespace", "")),
+        str(meta.get("name", "")),
+    )
+    return effective_requests(ctx, pod.get("spec") or {}, "spec")
 
 
 _DEC_SUFFIX = {
@@ -119,7 +65,7 @@ def canonical_quantity(value: Any) -> str:
     inputs keep exponent form.
     """
     text = str(value).strip()
-    q = parse_quantity(value)
+    q = parse_fraction(value)
     sign = "-" if q < 0 else ""
     q = abs(q)
     binary = text.endswith(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))

@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 from adapters.emulator import errors
-from adapters.emulator.quantity import resource_list
+from adapters.emulator.quantity import resource_units
 from adapters.emulator.resources import ResourceType
 from adapters.emulator.store import Store
 
@@ -131,7 +131,10 @@ def qos_class(pod: JSON) -> str:
     any_set, guaranteed = False, True
     for c in containers:
         res = c.get("resources") or {}
-        req, lim = resource_list(res.get("requests")), resource_list(res.get("limits"))
+        req, lim = (
+            resource_units(res.get("requests")),
+            resource_units(res.get("limits")),
+        )
         if req or lim:
             any_set = True
         for name in ("cpu", "memory"):
@@ -150,6 +153,14 @@ def _pod_defaults(rt: ResourceType, pod: JSON, store: Store, strict: bool) -> No
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
     spec.setdefault("enableServiceLinks", True)
+    for group in ("containers", "initContainers"):
+        for c in spec.get(group) or []:
+            res = c.get("resources") if isinstance(c, dict) else None
+            if isinstance(res, dict) and isinstance(res.get("limits"), dict):
+                # API defaulting: a request missing for a limited resource equals it.
+                requests = res.setdefault("requests", {})
+                for name, value in res["limits"].items():
+                    requests.setdefault(name, value)
     tolerations = spec.setdefault("tolerations", [])
     for tol in DEFAULT_TOLERATIONS:
         if not any(

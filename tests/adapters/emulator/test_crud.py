@@ -249,3 +249,16 @@ def test_delete_collection_with_selector(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod("ml", pod("c", labels={"job": "y"}))
     core.delete_collection_namespaced_pod("ml", label_selector="job=x")
     assert [p.metadata.name for p in core.list_namespaced_pod("ml").items] == ["c"]
+
+
+def test_requests_default_to_limits(core: client.CoreV1Api) -> None:
+    body = pod("p1")
+    body["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "2", "memory": "1Gi"}
+    }
+    created = core.create_namespaced_pod("ml", body)
+    assert created.spec.containers[0].resources.requests == {
+        "cpu": "2",
+        "memory": "1Gi",
+    }
+    assert created.status.qos_class == "Guaranteed"
