@@ -70,7 +70,7 @@ class Emulator:
         self._app.address = f"{self._host}:{self.port}"
         self._thread = threading.Thread(
             target=self._http.serve_forever,
-            kwargs={"poll_interval": 0.1},
+            kwargs={"poll_interval": 0.02},
             name="placewise-emulator",
             daemon=True,
         )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from kubernetes import client, config
+
+from adapters.emulator.cli import register
 
 REPO = Path(__file__).resolve().parents[3]
 DRIVER = (
@@ -77,10 +80,12 @@ def test_emulate_serves_files_and_writes_kubeconfig(tmp_path: Path) -> None:
     assert code == 0
 
 
-def test_emulate_rejects_unreadable_input(tmp_path: Path) -> None:
+def test_emulate_rejects_unreadable_input(tmp_path: Path, capsys) -> None:
+    """Bad YAML is exit code 2 with the file named; nothing is served."""
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: [unclosed\n")
-    proc = _start("emulate", "--from", str(bad))
-    _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 2
-    assert str(bad) in err
+    parser = argparse.ArgumentParser(prog="placewise")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["emulate", "--from", str(bad)])
+    assert args.run(args) == 2
+    assert str(bad) in capsys.readouterr().err
