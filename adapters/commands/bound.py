@@ -1,0 +1,92 @@
+"""``placewise bound INSTANCE...``: a proven ceiling on accelerators after any plan.
+
+Benchmarks divide by this number to report an optimality gap, so the command
+prints the bound together with how it was obtained (the LP relaxation or the
+cheaper capacity/quota ceiling) and the accelerators already running, which
+together say how much room the pending work has.  Exit 0 whenever a bound is
+printed; unreadable instances exit 2 (formats.md §2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from adapters.commands.common import load, spinner
+from solver.bound import ACCELERATORS, BoundResult, lp_bound
+
+
+def register(subparsers: Any) -> None:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "bound",
+        help="upper bound on accelerators running after any feasible plan",
+        description=(
+            "Print an upper bound on the accelerator units (GPUs) running after "
+            "any feasible plan for the instance: the smaller of an LP relaxation "
+            "(quota tree, TAS node capacity, preemption) and a capacity/quota "
+            "ceiling, which is printed too."
+        ),
+    )
+    p.add_argument("instances", nargs="+", metavar="INSTANCE",
+                   help="instance YAML/JSON files (merged into one snapshot)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="output format (default: %(default)s)")
+    p.add_argument("--lp-solver", choices=("highs", "cbc"), default="highs",
+                   help="LP solver: HiGHS (highspy) or CBC (pulp) "
+                   "(default: %(default)s)")
+    p.add_argument("--accelerators", metavar="R[,R...]",
+                   default=",".join(ACCELERATORS),
+                   help="resources counted as accelerator units "
+                   "(default: %(default)s)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    snap = load(args.instances)
+    accelerators = tuple(r.strip() for r in args.accelerators.split(",") if r.strip())
+    with spinner("solving the LP relaxation"):
+        result = lp_bound(snap, args.lp_solver, accelerators)
+    if args.format == "json":
+        print(json.dumps(_report(result, accelerators), indent=2))
+    else:
+        print(_text(result, accelerators))
+    return 0
+
+
+def _number(x: float | None) -> float | int | None:
+    if x is None:
+        return None
+    if x == float("inf"):
+        return None
+    return int(x) if float(x).is_integer() else x
+
+
+def _report(result: BoundResult, accelerators: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "accelerators": list(accelerators),
+        "bound": _number(result.value),
+        "method": result.method,
+        "lp": _number(result.lp),
+        "lpStatus": result.status,
+        "capacity": _number(result.aggregate),
+        "running": _number(result.running),
+        "columns": result.columns,
+        "rows": result.rows,
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def _text(result: BoundResult, accelerators: tuple[str, ...]) -> str:
+    def show(x: float | None) -> str:
+        n = _number(x)
+        return "unbounded" if n is None else str(n)
+
+    lp = show(result.lp) if result.lp is not None else f"none ({result.status})"
+    return "\n".join([
+        f"upper bound on {', '.join(accelerators)} running after any plan: "
+        f"{show(result.value)} ({result.method}, {result.seconds:.2f}s)",
+        f"  LP relaxation:           {lp}",
+        f"  capacity/quota ceiling:  {show(result.aggregate)}",
+        f"  running now:             {show(result.running)}",
+    ])
