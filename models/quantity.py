@@ -10,6 +10,7 @@ than any real request.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -78,8 +79,16 @@ def to_units(resource: str, value: object) -> int:
     CPU becomes milli-cores, everything else base units, both rounded up
     (Kubernetes' ``MilliValue``/``Value``); beyond int64 saturates.
     """
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise QuantityError(f"quantity must be a string or number, not {value!r}")
+    return _to_units(resource in MILLI_RESOURCES, value)
+
+
+@functools.lru_cache(maxsize=65536)
+def _to_units(milli: bool, value: str | int | float) -> int:
+    """Cached: a cluster dump repeats the same few quantity strings."""
     frac = parse_fraction(value)
-    if resource in MILLI_RESOURCES:
+    if milli:
         frac *= 1000
     units = math.ceil(frac)
     if units > INT64_MAX:

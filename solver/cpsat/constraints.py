@@ -27,7 +27,16 @@ def _unlimited(x: int) -> bool:
 
 
 class Constraints:
-    def __init__(self, model: cp_model.CpModel, data: ModelData, v: Variables) -> None:
+    def __init__(
+        self,
+        model: cp_model.CpModel,
+        data: ModelData,
+        v: Variables,
+        unattributed: frozenset[str] = frozenset(),
+    ) -> None:
+        self.unattributed = unattributed
+        """Victims allowed without an admitted preemptor: only to evaluate a
+        greedy plan whose preemptor lost the freed capacity to another."""
         self.model = model
         self.data = data
         self.v = v
@@ -266,7 +275,9 @@ class Constraints:
         data = self.data
         for vd, victim in zip(data.victims, self.v.victims, strict=True):
             pairs = data.pairs.get(vd.idx, [])
-            if not pairs:
+            if vd.info.key in self.unattributed:
+                pairs = []
+            elif not pairs:
                 self.model.add(victim == 0)
                 continue
             ss = []
@@ -295,7 +306,8 @@ class Constraints:
                         rhs = max((node.nominal.get(fr, 0) - const) // scale, 0)
                         expr = sum(c * x for c, x in terms)
                         self.model.add(expr <= rhs).only_enforce_if(s)
-            self.model.add(victim <= sum(ss))
+            if vd.info.key not in self.unattributed:
+                self.model.add(victim <= sum(ss))
 
     def _strict_fifo(self) -> None:
         """StrictFIFO: a workload is admitted only if all ahead of it are."""

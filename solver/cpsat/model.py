@@ -46,12 +46,17 @@ class StageResult:
 
 
 class CPModel:
-    def __init__(self, data: ModelData, params: CpSatParams) -> None:
+    def __init__(
+        self,
+        data: ModelData,
+        params: CpSatParams,
+        unattributed: frozenset[str] = frozenset(),
+    ) -> None:
         self.data = data
         self.params = params
         self.model = cp_model.CpModel()
         self.vars = Variables(self.model, data)
-        self.cons = Constraints(self.model, data, self.vars)
+        self.cons = Constraints(self.model, data, self.vars, unattributed)
         self.cons.add_constraints()
         self.objective = Objective(
             self.model, data, self.vars, self.cons, params.policy
@@ -69,8 +74,9 @@ class CPModel:
         if self.params.workers:
             p.num_workers = self.params.workers
         p.random_seed = self.params.seed
-        p.symmetry_level = 1
-        p.max_presolve_iterations = 3
+        p.symmetry_level = 0
+        p.cp_model_probing_level = 0
+        p.max_presolve_iterations = 1
         p.log_search_progress = False
         return solver
 
@@ -109,6 +115,15 @@ class CPModel:
     def solve(self, greedy: Plan, reasons: dict[str, str]) -> tuple[Plan, list[int]]:
         start = time.perf_counter()
         hint = self.complete(greedy)
+        if hint is None and greedy.preemptions:
+            # Evaluate greedy in a model that tolerates its unattributed
+            # victims; same variables, so the values still hint this model.
+            relaxed = CPModel(
+                self.data,
+                self.params,
+                frozenset(p.workload for p in greedy.preemptions),
+            )
+            hint = relaxed.complete(greedy)
         if hint is None:
             log.warning("greedy plan is not representable in the model; cold start")
         floor = self.stage_values(hint) if hint is not None else None

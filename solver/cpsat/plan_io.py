@@ -95,11 +95,15 @@ def decisions_from_plan(
         pre = victims.get(vd.info.key)
         out[x.index] = int(pre is not None)
         chosen_w = by_key.get(pre.preemptor) if pre else None
-        for (w, vi), s in v.pairs.items():
-            if vi == vd.idx:
-                out[s.index] = int(w == chosen_w)
-        if pre is not None and (chosen_w, vd.idx) not in v.pairs:
-            return None
+        mine = [w for (w, vi) in v.pairs if vi == vd.idx]
+        admitted_w = [w for w in mine if out[v.workloads[w].admit.index]]
+        if pre is not None and chosen_w not in admitted_w:
+            # The named preemptor was not admitted (Kueue let another workload
+            # take the freed capacity): credit an admitted allowed preemptor,
+            # or none (only a relaxed model accepts that).
+            chosen_w = admitted_w[0] if admitted_w else None
+        for w in mine:
+            out[v.pairs[(w, vd.idx)].index] = int(w == chosen_w)
     return out
 
 

@@ -351,27 +351,8 @@ class FlavorAssigner:
     def find_topology(
         self, requests: Mapping[str, list[list[TasPodSetRequest]]], empty: bool = False
     ) -> TasResult:
-        """Place every TAS flavor's groups; later flavors see earlier ones' usage."""
-        placed: list[TasUsage] = []
-        merged: dict[str, TopologyAssignment] = {}
-        try:
-            for flavor, groups in requests.items():
-                tolerations = self.snapshot.flavors[flavor].tolerations
-                result = self.state.tas.find_assignments(
-                    flavor, groups, empty=empty, tolerations=tolerations
-                )
-                if result.assignments is None:
-                    return result
-                merged.update(result.assignments)
-                by_name = {r.name: r for g in groups for r in g}
-                for name, ta in result.assignments.items():
-                    usage = TasUsage(flavor, ta, dict(by_name[name].requests))
-                    self.state.tas.add_usage(flavor, ta, usage.per_pod)
-                    placed.append(usage)
-        finally:
-            for u in placed:
-                self.state.tas.remove_usage(u.flavor, u.assignment, u.per_pod)
-        return TasResult(assignments=merged, reason=None, failed_pod_set=None)
+        """Place every TAS flavor's groups; later flavors see earlier ones' pods."""
+        return self.state.tas.find_workload_assignments(requests, empty=empty)
 
     def apply_topology(self, asg: Assignment, result: TasResult) -> None:
         for d in asg.pod_sets:

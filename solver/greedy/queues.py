@@ -37,7 +37,8 @@ class PendingQueue:
     def __init__(self, cq: ClusterQueue) -> None:
         self.cq = cq
         self.strict = cq.queueing_strategy == "StrictFIFO"
-        self._heap: list[tuple[tuple[int, float, str, str], WlInfo]] = []
+        self._heap: list[tuple[tuple[int, float, str, str], int, WlInfo]] = []
+        self._seq = 0  # tie-break for re-pushed entries of the same workload
         self.active: dict[str, WlInfo] = {}
         self.parked: dict[str, WlInfo] = {}
         self.sticky: str | None = None
@@ -47,14 +48,15 @@ class PendingQueue:
             return
         self.parked.pop(info.key, None)
         self.active[info.key] = info
-        heapq.heappush(self._heap, (queue_key(info), info))
+        self._seq += 1
+        heapq.heappush(self._heap, (queue_key(info), self._seq, info))
 
     def pop(self) -> WlInfo | None:
         """The head: the sticky preemptor first (BestEffortFIFO), else the heap top."""
         if self.sticky is not None and not self.strict and self.sticky in self.active:
             return self.active.pop(self.sticky)
         while self._heap:
-            _, info = heapq.heappop(self._heap)
+            _, _, info = heapq.heappop(self._heap)
             if self.active.get(info.key) is info:
                 del self.active[info.key]
                 return info
@@ -89,7 +91,7 @@ class PendingQueue:
         """Peek without popping (used for StrictFIFO pending reasons)."""
         if self.sticky is not None and not self.strict and self.sticky in self.active:
             return self.sticky
-        for _, info in sorted(self._heap, key=lambda x: x[0]):
+        for _, _, info in sorted(self._heap, key=lambda x: (x[0], x[1])):
             if self.active.get(info.key) is info:
                 return info.key
         return None

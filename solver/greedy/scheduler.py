@@ -137,6 +137,12 @@ class GreedyScheduler:
         for info in victims.values():
             self.state.remove(info)
             roots.add(self.state.quota.root(info.cq).id)
+            if info.key in self.outcome.admitted:
+                # Admitted earlier in this run, evicted now: Kueue requeues
+                # it (keeping its creation time); for the plan it is pending.
+                del self.outcome.admitted[info.key]
+                self.outcome.preempted.pop(info.key, None)
+                self.queues[info.cq].push(WlInfo(obj=info.obj, cq=info.cq))
         for name, queue in self.queues.items():
             if self.state.quota.root(name).id in roots:
                 queue.retry_parked()

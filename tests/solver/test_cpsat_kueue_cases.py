@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.loader import load_snapshot
 from models.validate import validate
 from solver.cpsat import CpSatParams
 from solver.cpsat.data import compile_data
 from solver.cpsat.model import CPModel
 from solver.cpsat.solve import solve_cpsat
 from solver.greedy import solve_greedy
-from tests.solver.test_greedy_kueue_cases import case_dirs
+from tests.solver.test_greedy_kueue_cases import case_dirs, load_case
 
 PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)
 
@@ -22,7 +21,7 @@ PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)
 @pytest.mark.parametrize("case", case_dirs(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_cpsat_plan_is_valid_and_not_worse(case: Path) -> None:
     """CP-SAT's plan passes the validator and its objective is >= greedy's."""
-    snap = load_snapshot([case / "instance.yaml"])
+    snap = load_case(case)
     plan = solve_cpsat(snap, PARAMS)
     assert plan.solver.name == "cpsat"
     violations = validate(snap, plan)
