@@ -66,6 +66,7 @@ class Snapshot:
             k: self._resolve_priority(w) for k, w in sorted(objects.workloads.items())
         }
         self._check_running()
+        _ = self._targets  # resolve queues now, so their warnings come with the load
 
     # -- cohort tree -------------------------------------------------------
 

@@ -1,0 +1,65 @@
+"""Greedy benchmark: Kueue-style cycles to quiescence on a generated cluster of
+10,000 hosts (blocks/racks/hosts) with 2,000 pending TAS workloads in a few
+ClusterQueues (family scale-10000).  Load time is excluded; each run is a
+fresh process so peak memory is the run's own.
+
+    python -m benchmarks.greedy_bench [--runs 3] [--family scale-10000] [--seed 1]
+
+Target (2-core machine): under 20 s and 2 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from adapters.generate import family, generate, write
+
+CHILD = """
+import json, resource, sys, time
+from adapters.loader import load_snapshot
+from models.validate import validate
+from solver.greedy.solver import outcome_to_plan, run_greedy
+snap = load_snapshot([sys.argv[1]])
+t = time.perf_counter()
+outcome = run_greedy(snap)
+wall = time.perf_counter() - t
+plan = outcome_to_plan(snap, outcome, "greedy", wall)
+print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(
+    resource.RUSAGE_SELF).ru_maxrss / 1024, "cycles": outcome.cycles,
+    "admitted": len(plan.admissions), "preempted": len(plan.preemptions),
+    "pending": len(plan.pending), "violations": len(validate(snap, plan))}))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--family", default="scale-10000")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "instance.json"
+        write(generate(family(args.family), args.seed), path, "json")
+        runs = []
+        for _ in range(args.runs):
+            out = subprocess.run([sys.executable, "-c", CHILD, str(path)], check=True,
+                                 capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+    r = runs[0]
+    print(f"{args.family} seed {args.seed}: {r['cycles']} cycles, {r['admitted']} "
+          f"admitted, {r['preempted']} preempted, {r['pending']} pending, "
+          f"{r['violations']} validator violations")
+    print(f"solve median {statistics.median(x['wall'] for x in runs):.2f} s "
+          f"(min {min(x['wall'] for x in runs):.2f} s), peak "
+          f"{max(x['rss_mb'] for x in runs):.0f} MB over {args.runs} runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
