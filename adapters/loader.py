@@ -9,7 +9,6 @@ Several files merge into one snapshot.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from adapters import yaml_fast
 from adapters.convert.context import Ctx
 from adapters.convert.core import decode_namespace, decode_node, decode_pod
 from adapters.convert.kueue import (
@@ -32,34 +32,6 @@ from adapters.convert.kueue import (
 from adapters.convert.workload import decode_workload
 from models.errors import InstanceError, Location, Problem
 from models.snapshot import Objects, Snapshot, build_snapshot
-
-
-class _FastLoader(yaml.CBaseLoader):
-    """libyaml's C parser with a minimal resolver.
-
-    The safe loader resolves every plain scalar through a table of regular
-    expressions in Python, which dominates a 10,000-node dump.  Kubernetes
-    objects only need null and true/false resolved: numbers, quantities
-    and timestamps stay strings, which every decoder accepts.
-    """
-
-
-_FastLoader.yaml_implicit_resolvers = {}
-_FastLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:null",
-    re.compile(r"^(?:~|null|Null|NULL|)$"),
-    ["~", "n", "N", ""],
-)
-_FastLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
-)
-_FastLoader.add_constructor("tag:yaml.org,2002:null", lambda _l, _n: None)
-_FastLoader.add_constructor(
-    "tag:yaml.org,2002:bool", lambda _l, n: n.value.lower() == "true"
-)
-_YamlLoader: Any = _FastLoader
 
 KUEUE = "kueue.x-k8s.io"
 SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
@@ -87,29 +59,6 @@ class RawObject:
     line: int | None
 
 
-_DOC_START = re.compile(r"^---(?:[ \t]|$)", re.MULTILINE)
-_CONTENT = re.compile(r"^[ \t]*[^\s#]", re.MULTILINE)
-
-
-def _document_lines(text: str) -> list[int]:
-    """First line (1-based) of each document ``load_all`` will yield.
-
-    Used only to locate objects in error messages; the parse itself is one
-    pass of libyaml over the whole stream.
-    """
-    starts = [m.start() for m in _DOC_START.finditer(text)]
-    lines: list[int] = []
-    pos, line = 0, 1
-    for start in starts:
-        line += text.count("\n", pos, start)
-        pos = start
-        lines.append(line + 1)
-    first = _CONTENT.search(text, 0, starts[0] if starts else len(text))
-    if first is not None or not starts:
-        lines.insert(0, 1)
-    return lines
-
-
 def _documents(
     path: str, text: str, problems: list[Problem]
 ) -> Iterator[tuple[Any, int]]:
@@ -127,14 +76,8 @@ def _documents(
                     )
                 )
                 return
-    lines = _document_lines(text)
-    index = 0
     try:
-        for doc in yaml.load_all(text, Loader=_YamlLoader):
-            line = lines[index] if index < len(lines) else None
-            index += 1
-            if doc is not None:
-                yield doc, line or 1
+        yield from yaml_fast.documents(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problems.append(
