@@ -241,6 +241,9 @@ def instances(draw: st.DrawFn, max_pending: int = 6, max_running: int = 3) -> In
         ]
         docs.append(_doc(lines))
     n_pending = draw(st.integers(1, max_pending))
+    # GPUs often come in pairs: then every GPU coefficient shares a factor,
+    # which is what exposes scaling and rounding in quota arithmetic.
+    gpu_sizes = draw(st.sampled_from([(0, 1, 2), (0, 2)]))
     for i in range(n_pending):
         q = draw(st.sampled_from(queues))
         pod_sets: list[list[str]] = []
@@ -251,7 +254,7 @@ def instances(draw: st.DrawFn, max_pending: int = 6, max_running: int = 3) -> In
             if not has_min and count > 1 and draw(st.booleans()):
                 min_count = draw(st.integers(1, count - 1))
                 has_min = True
-            cpu, gpu = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+            cpu, gpu = draw(st.integers(0, 2)), draw(st.sampled_from(gpu_sizes))
             if cpu == 0 and gpu == 0:
                 cpu = 1
             topology = None
