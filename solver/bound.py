@@ -12,8 +12,9 @@ their free capacity, victims' usage).  Two bounds, reported as the smaller:
   pending workload, pod counts in ``[minCount, count]`` scaled by it, flavor
   shares per pod-set group and resource group, the quota tree in the linear
   form of kueue-semantics §9 (``max(0, U - lq)`` as auxiliary variables),
-  per-leaf TAS capacity rows with continuous pods per leaf, one domain share
-  per required-topology group, and a continuous eviction fraction for every
+  per-leaf TAS capacity rows with continuous pods per leaf, a domain share
+  per required-topology pod set (pods in a domain between minCount and what
+  fits there, times its share), and a continuous eviction fraction for every
   running workload some pending workload's queue policy may preempt;
 * the **aggregate ceiling** (:func:`aggregate_bound`): per accelerator
   flavor-resource, the smallest of the cohort tree's quota ceiling, running
@@ -61,6 +62,7 @@ import math
 import subprocess
 import sys
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -699,15 +701,12 @@ def _solve_highspy(lp: _Lp) -> tuple[float | None, str]:
 
 
 def _solve_cbc(lp: _Lp) -> tuple[float | None, str]:
+    """CBC through pulp (it writes an MPS file and runs pulp's bundled cbc)."""
     import pulp
 
     prob = pulp.LpProblem("gpu_bound", pulp.LpMaximize)
     xs = [
-        pulp.LpVariable(
-            f"x{j}",
-            lowBound=lo,
-            upBound=None if math.isinf(hi) else hi,
-        )
+        prob.add_variable(f"x{j}", lo, None if math.isinf(hi) else hi)
         for j, (lo, hi) in enumerate(zip(lp.col_lo, lp.col_hi, strict=True))
     ]
     prob += pulp.LpAffineExpression(
@@ -722,7 +721,12 @@ def _solve_cbc(lp: _Lp) -> tuple[float | None, str]:
             prob += expr <= hi
         if not math.isinf(lo):
             prob += expr >= lo
-    prob.solve(pulp.PULP_CBC_CMD(msg=False))
+    with warnings.catch_warnings():
+        # pulp 3.3 deprecates its bundled-binary class for 4.0; it is the
+        # one that needs no separately installed cbc.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        backend = pulp.PULP_CBC_CMD(msg=False)
+    prob.solve(backend)
     text = str(pulp.LpStatus[prob.status])
     if prob.status != pulp.LpStatusOptimal:
         return None, text
