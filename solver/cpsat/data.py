@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from models.cluster import HOSTNAME_LABEL, ClusterQueue
-from models.plan import PlanAdmission
+from models.plan import PlanAdmission, PlanPreemption
 from models.quantity import UNLIMITED
 from models.scheduling import untolerated
 from models.snapshot import Snapshot
@@ -127,6 +127,12 @@ class ModelData:
     needs the preemptor to stay within nominal)]."""
     strict_chains: list[list[int]]
     unsupported: dict[str, str]
+    fixed_preemptions: list[PlanPreemption] = field(default_factory=list)
+    """Preemptions decided outside the model (with ``removed``)."""
+    allowed_nodes: frozenset[str] | None = None
+    """Only these nodes may receive new placements (an LNS neighbourhood)."""
+    max_leaves: int | None = None
+    """Cap on candidate leaves per pod set and flavor (large instances)."""
     fixed_admissions: list[PlanAdmission] = field(default_factory=list)
     """Admissions decided outside the model (e.g. by greedy for workloads the
     model cannot express); they are part of the returned plan."""
@@ -187,12 +193,16 @@ def compile_data(
     snap: Snapshot,
     free: Iterable[Workload] | None = None,
     fixed: dict[str, WlInfo] | None = None,
+    removed: frozenset[str] = frozenset(),
 ) -> ModelData:
     """``free``: pending workloads the model decides (default: all admissible);
-    ``fixed``: already-decided admissions counted as running."""
+    ``fixed``: already-decided admissions counted as running; ``removed``:
+    running workloads already decided to be preempted (their usage is gone)."""
     tree = QuotaTree(snap)
     leaves, topos = _leaf_tables(snap)
-    holders: list[WlInfo] = [running_info(snap, w) for w in snap.running]
+    holders: list[WlInfo] = [
+        running_info(snap, w) for w in snap.running if w.key not in removed
+    ]
     holders += list((fixed or {}).values())
     base: dict[str, dict[FR, int]] = {cq: {} for cq in snap.cluster_queues}
     victims: list[VictimData] = []

@@ -197,6 +197,7 @@ def plan_from_values(
             PlanPreemption(workload=vd.info.key, preemptor=wd.key, reason=reason)
         )
     admissions += data.fixed_admissions
+    preemptions += data.fixed_preemptions
     keys = {data.workloads[i].key for i in admitted_idx} | {
         a.workload for a in data.fixed_admissions
     }

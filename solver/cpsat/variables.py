@@ -86,10 +86,22 @@ class Variables:
             flavors = {f for (_rg, f) in var.u if f in data.topos}
             for f in sorted(flavors):
                 release = self._release_bound()
+                fits = []
                 for leaf in data.topos[f].leaves:
-                    fit = leaf_fit(data, pd, f, leaf, release.get(leaf))
-                    if fit <= 0:
+                    node = data.leaves[leaf].node
+                    if (
+                        data.allowed_nodes is not None
+                        and node not in data.allowed_nodes
+                    ):
                         continue
+                    fit = leaf_fit(data, pd, f, leaf, release.get(leaf))
+                    if fit > 0:
+                        fits.append((fit, leaf))
+                cap = data.max_leaves
+                if cap is not None and len(fits) > cap:
+                    # Large instances: keep the leaves that hold the most pods.
+                    fits = sorted(fits, key=lambda fl: (-fl[0], fl[1]))[:cap]
+                for fit, leaf in sorted(fits, key=lambda fl: fl[1]):
                     var.fits[(f, leaf)] = fit
                     var.place[(f, leaf)] = self.model.new_int_var(
                         0, fit, f"P{pd.idx}_F{f}_L{leaf}"
