@@ -14,6 +14,7 @@ scores tie exactly where the simulator's do.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,17 @@ class TypicalPods:
 
     def __len__(self) -> int:
         return len(self.freq)
+
+    @functools.cached_property
+    def levels(self) -> IntArray:
+        """Distinct per-card milli of the GPU typical pods (a hosting threshold each)."""
+        lv = np.unique(self.milli[self.milli > 0])
+        return lv if len(lv) else np.array([1], dtype=np.int64)
+
+    @functools.cached_property
+    def level_ix(self) -> IntArray:
+        """Index into :attr:`levels` per typical pod (0 for CPU-only ones, unused)."""
+        return np.maximum(0, np.searchsorted(self.levels, self.milli))
 
 
 def typical_pods(trace: Trace, popularity_pct: int = POPULARITY_PCT) -> TypicalPods:
@@ -97,31 +109,65 @@ def frag_amount(
 ) -> FloatArray:
     """F (milli-GPU) for each of S node states: cpu (S,), cards (S, 8), model bit (S,).
 
+    F depends on the multiset of card values only, and a cluster holds many
+    nodes in the same state (all fresh G2 nodes, say), so distinct states
+    are evaluated once; the sums are over integers, so this is exact.
+    """
+    if len(cpu_left) > 32:
+        rep, inverse = _distinct_states(cpu_left, cards, model_bit)
+        if len(rep) < len(cpu_left) // 2:
+            return _frag_amount(tp, cpu_left[rep], cards[rep], model_bit[rep])[inverse]
+    return _frag_amount(tp, cpu_left, cards, model_bit)
+
+
+def _distinct_states(
+    cpu_left: IntArray, cards: IntArray, model_bit: IntArray
+) -> tuple[IntArray, IntArray]:
+    """One representative row per distinct (cpu, model, card multiset), and the map back.
+
+    Rows are packed into two int64 keys (11 bits per card value, 4 cards
+    each, plus CPU or model) so that only 1-D ``np.unique`` calls are needed,
+    which are several times faster than ``np.unique(axis=0)``.
+    """
+    srt = np.sort(cards, axis=1)
+    shifts = np.arange(4, dtype=np.int64) * 11
+    lo = (srt[:, :4] << shifts).sum(axis=1) | (cpu_left << 44)
+    hi = (srt[:, 4:] << shifts).sum(axis=1) | (model_bit << 44)
+    _, ia = np.unique(lo, return_inverse=True)
+    _, ib = np.unique(hi, return_inverse=True)
+    _, rep, inverse = np.unique(ia * (int(ib.max()) + 1) + ib, return_index=True, return_inverse=True)
+    return rep, inverse.reshape(-1)
+
+
+def _frag_amount(
+    tp: TypicalPods, cpu_left: IntArray, cards: IntArray, model_bit: IntArray
+) -> FloatArray:
+    """The evaluation proper, vectorised over states and typical pods at once.
+
     Padded card slots hold 0 and so neither host a typical pod nor add to
     any amount.
     """
-    s = len(cpu_left)
+    levels = tp.levels
     total = cards.sum(axis=1)
-    amount = np.broadcast_to(total[:, None], (s, len(tp))).copy()
+    ge = cards[:, :, None] >= levels[None, None, :]  # (S, cards, distinct GPU millis)
+    fits = ge.sum(axis=1)[:, tp.level_ix]  # cards that can host each typical pod
+    unusable = np.where(ge, 0, cards[:, :, None]).sum(axis=1)[:, tp.level_ix]
     cpu_ok = cpu_left[:, None] >= tp.cpu[None, :]
-    gpu_tp = tp.milli > 0
-    bins = np.where(cpu_ok, XL, XR)  # CPU-only typical pods: all idle GPU
-    for m in np.unique(tp.milli[gpu_tp]):
-        cols = np.flatnonzero(tp.milli == m)
-        fits = (cards >= m).sum(axis=1)
-        unusable = np.where(cards < m, cards, 0).sum(axis=1)
-        host = fits[:, None] >= tp.num[None, cols]
-        ok = cpu_ok[:, cols]
-        b = np.where(host, np.where(ok, Q3, Q4), np.where(ok, Q2, Q1))
-        # Q3: the cards too small for this shape still count (as Q2).
-        amount[:, cols] = np.where(b == Q3, unusable[:, None], amount[:, cols])
-        bins[:, cols] = np.where(b == Q3, Q2, b)
-    no_access = gpu_tp[None, :] & ((model_bit[:, None] & tp.model_mask[None, :]) == 0)
-    amount = np.where(no_access, total[:, None], amount)
+    host = fits >= tp.num[None, :]
+    satisfied = host & cpu_ok  # Q3: only the too-small cards count, as Q2
+    bins = np.where(host, np.where(cpu_ok, Q2, Q4), np.where(cpu_ok, Q2, Q1))
+    amount = np.where(satisfied, unusable, total[:, None])
+    gpu_tp = (tp.milli > 0)[None, :]
+    bins = np.where(gpu_tp, bins, np.where(cpu_ok, XL, XR))  # CPU-only: all idle GPU
+    amount = np.where(gpu_tp, amount, total[:, None])
+    no_access = gpu_tp & ((model_bit[:, None] & tp.model_mask[None, :]) == 0)
     bins = np.where(no_access, NA, bins)
+    amount = np.where(no_access, total[:, None], amount)
     contrib = tp.freq[None, :] * amount.astype(np.float64)
-    out = np.zeros(s, dtype=np.float64)
-    for b_ix in _COUNTED:
-        part = np.where(bins == b_ix, contrib, 0.0)
-        out = out + np.cumsum(part, axis=1)[:, -1]
+    counted = np.array(_COUNTED)[None, :, None]
+    parts = np.where(bins[:, None, :] == counted, contrib[:, None, :], 0.0)
+    per_bin = np.cumsum(parts, axis=2)[:, :, -1]  # left-to-right, as Go adds
+    out = per_bin[:, 0]
+    for b in range(1, len(_COUNTED)):
+        out = out + per_bin[:, b]
     return out

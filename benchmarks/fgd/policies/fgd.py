@@ -24,7 +24,7 @@ from benchmarks.fgd.policies.base import first_cards
 from benchmarks.fgd.protocol import Workload
 from benchmarks.fgd.trace import CARD_MILLI, Trace
 
-__all__ = ["FGD", "FragCache", "fgd_scores", "sub_least_sufficient"]
+__all__ = ["FGD", "FragCache", "fgd_scores", "sharing_options", "sub_least_sufficient"]
 
 IntArray = NDArray[np.int64]
 
@@ -66,6 +66,36 @@ class FragCache:
         return self.value
 
 
+def sharing_options(
+    tp: TypicalPods, state: ClusterState, f_before: NDArray[np.float64], pod: int,
+    nodes: IntArray,
+) -> tuple[IntArray, IntArray, IntArray]:
+    """FGD's integer score of a sharing pod on every card of ``nodes`` that fits.
+
+    Returns (row into ``nodes``, card index, score).  F is evaluated once per
+    distinct card value of a node: equal cards give equal after-states, so
+    the later ones copy the first one's score.
+    """
+    t = state.trace
+    milli = int(t.pod_milli[pod])
+    cpu_after = state.cpu_left[nodes] - int(t.pod_cpu[pod])
+    cards = state.cards[nodes]
+    k = cards.shape[1]
+    same = cards[:, :, None] == cards[:, None, :]
+    # first[r, c] = lowest card index holding the same value as card c
+    first = np.argmax(same, axis=2)
+    fits = cards >= milli
+    lead = fits & (first == np.arange(k)[None, :])
+    rows, cols = np.nonzero(lead)
+    after = cards[rows].copy()
+    after[np.arange(len(rows)), cols] -= milli
+    fa = frag_amount(tp, cpu_after[rows], after, state.model_bit[nodes][rows])
+    lead_score = np.zeros(cards.shape, dtype=np.int64)
+    lead_score[rows, cols] = _score(f_before[nodes][rows], fa)
+    all_rows, all_cols = np.nonzero(fits)
+    return all_rows, all_cols, lead_score[all_rows, first[all_rows, all_cols]]
+
+
 def fgd_scores(
     tp: TypicalPods, state: ClusterState, f_before: NDArray[np.float64], pod: int,
     nodes: IntArray,
@@ -76,26 +106,16 @@ def fgd_scores(
     """
     t = state.trace
     cpu, num, milli = int(t.pod_cpu[pod]), int(t.pod_num[pod]), int(t.pod_milli[pod])
-    cpu_after = state.cpu_left[nodes] - cpu
-    cards = state.cards[nodes]
     if num == 1 and 0 < milli < CARD_MILLI:
-        # One after-state per distinct card value of a node; equal cards give
-        # equal F, and the first of them is the one the simulator would keep.
-        k = cards.shape[1]
-        earlier_same = (cards[:, :, None] == cards[:, None, :]) & np.tri(k, k, -1, dtype=bool)
-        cand = (cards >= milli) & ~earlier_same.any(axis=2)
-        rows, cols = np.nonzero(cand)
-        after = cards[rows].copy()
-        after[np.arange(len(rows)), cols] -= milli
-        fa = frag_amount(tp, cpu_after[rows], after, state.model_bit[nodes][rows])
-        sc = _score(f_before[nodes][rows], fa)
+        rows, cols, sc = sharing_options(tp, state, f_before, pod, nodes)
         # best card per node: max score, then lowest card index
         key = sc * 16 - cols
         best = np.full(len(nodes), np.iinfo(np.int64).min, dtype=np.int64)
         np.maximum.at(best, rows, key)
         score = (best + 15) // 16
-        card = score * 16 - best
-        return score, card
+        return score, score * 16 - best
+    cpu_after = state.cpu_left[nodes] - cpu
+    cards = state.cards[nodes]
     after = sub_least_sufficient(cards, num, milli) if num else cards
     fa = frag_amount(tp, cpu_after, after, state.model_bit[nodes])
     return _score(f_before[nodes], fa), np.full(len(nodes), -1, dtype=np.int64)
