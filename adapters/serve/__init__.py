@@ -1,0 +1,12 @@
+"""``placewise serve``: the kube-scheduler extender / binder / Kueue-admission sidecar.
+
+It watches the cluster through the official client, keeps the batch solver's
+snapshot, re-solves on change and makes the plan happen: gangs bind whole on
+their planned hosts, victims are evicted, Kueue Workloads get admissions.
+See docs/serve.md.
+"""
+
+from adapters.serve.app import Sidecar as Sidecar
+from adapters.serve.app import discover as discover
+from adapters.serve.config import ServeConfig as ServeConfig
+from adapters.serve.kube import Kube as Kube

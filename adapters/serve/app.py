@@ -1,0 +1,353 @@
+"""One sidecar replica: discovery, caches, solve loop, actuator, HTTP, lease.
+
+``Sidecar(cfg, kube).start()`` is everything ``placewise serve`` runs; tests
+start several against one emulator.  Discovery picks, per kind, the version
+the cluster serves (Kueue v1beta2 before v1beta1; the Workload API's 1.35
+``v1alpha1`` Workloads and the newest served ``PodGroup``), and resources the
+cluster does not serve are simply not watched.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from adapters.serve import gangs as gangmod
+from adapters.serve.actuator import Actuator
+from adapters.serve.binder import Binder
+from adapters.serve.config import GANG_ANNOTATION, ServeConfig
+from adapters.serve.events import Recorder
+from adapters.serve.extender import Extender
+from adapters.serve.gangs import GangSources
+from adapters.serve.informer import Cache, Informer, key_of
+from adapters.serve.kube import Kube, Resource
+from adapters.serve.kueue_mode import KueueAdmitter
+from adapters.serve.leader import LeaderElector
+from adapters.serve.metrics import Metrics
+from adapters.serve.preempt import Preemptor
+from adapters.serve.server import Endpoints, HttpServer
+from adapters.serve.snapshot import SnapshotBuilder
+from adapters.serve.solveloop import PlanState, SolveLoop
+
+JSON = dict[str, Any]
+log = logging.getLogger("placewise.serve")
+KUEUE = "kueue.x-k8s.io"
+_KUEUE_KINDS = (
+    ("ResourceFlavor", "resourceflavors", False),
+    ("ClusterQueue", "clusterqueues", False),
+    ("Cohort", "cohorts", False),
+    ("LocalQueue", "localqueues", True),
+    ("Workload", "workloads", True),
+    ("WorkloadPriorityClass", "workloadpriorityclasses", False),
+    ("Topology", "topologies", False),
+)
+
+
+def discover(kube: Kube) -> dict[str, Resource]:
+    """Cache kind -> the resource to watch, at the version the cluster serves."""
+    served = kube.served_versions()
+    out = {
+        "Node": Resource("Node", "", "v1", "nodes", False),
+        "Pod": Resource("Pod", "", "v1", "pods", True),
+        "Namespace": Resource("Namespace", "", "v1", "namespaces", False),
+    }
+
+    def pick(group: str, plural: str, prefer: tuple[str, ...]) -> str | None:
+        for version in prefer:
+            if version in served.get(group, []) and plural in kube.served_plurals(
+                group, version
+            ):
+                return version
+        return None
+
+    if pick("policy", "poddisruptionbudgets", ("v1",)):
+        out["PodDisruptionBudget"] = Resource(
+            "PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True
+        )
+    if pick("scheduling.k8s.io", "priorityclasses", ("v1",)):
+        out["PriorityClass"] = Resource(
+            "PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False
+        )
+    for kind, plural, namespaced in _KUEUE_KINDS:
+        version = pick(KUEUE, plural, ("v1beta2", "v1beta1", "v1alpha1"))
+        if version:
+            out[kind] = Resource(kind, KUEUE, version, plural, namespaced)
+    if pick("scheduling.x-k8s.io", "podgroups", ("v1alpha1",)):
+        out["CoschedulingPodGroup"] = Resource(
+            "PodGroup",
+            "scheduling.x-k8s.io",
+            "v1alpha1",
+            "podgroups",
+            True,
+            "CoschedulingPodGroup",
+        )
+    if pick("scheduling.k8s.io", "workloads", ("v1alpha1",)):
+        out["SchedulingWorkload"] = Resource(
+            "Workload",
+            "scheduling.k8s.io",
+            "v1alpha1",
+            "workloads",
+            True,
+            "SchedulingWorkload",
+        )
+    version = pick(
+        "scheduling.k8s.io", "podgroups", ("v1beta1", "v1alpha3", "v1alpha2")
+    )
+    if version:
+        out["SchedulingPodGroup"] = Resource(
+            "PodGroup",
+            "scheduling.k8s.io",
+            version,
+            "podgroups",
+            True,
+            "SchedulingPodGroup",
+        )
+    return out
+
+
+class Sidecar:
+    def __init__(self, cfg: ServeConfig, kube: Kube) -> None:
+        self.cfg, self.kube = cfg, kube
+        self.metrics = Metrics()
+        self.cache = Cache()
+        self.resources: dict[str, Resource] = {}
+        self.informers: list[Informer] = []
+        self.leader: LeaderElector | None = None
+        if cfg.leader_elect:
+            self.leader = LeaderElector(
+                kube,
+                cfg.lease_namespace,
+                cfg.lease_name,
+                cfg.identity,
+                cfg.lease_duration,
+                cfg.renew_deadline,
+                cfg.retry_period,
+                on_change=lambda on: self._on_leader(on),
+            )
+        self.events = Recorder(kube, cfg.event_component, cfg.identity, self.leading)
+        self.builder = SnapshotBuilder(self.cache, cfg, self.managed, self._sources)
+        self.loop = SolveLoop(
+            self.cache, self.builder, cfg, self.metrics, [], on_plan=self._on_plan
+        )
+        self.binder = Binder(
+            kube,
+            self.cache,
+            cfg,
+            self.metrics,
+            self.events,
+            self.builder.decoder,
+            self.leading,
+        )
+        self.preemptor: Preemptor | None = None
+        self.actuator: Actuator | None = None
+        self.extender: Extender | None = None
+        self.http: HttpServer | None = None
+        self.started_at = time.monotonic()
+        self._stopped = threading.Event()
+
+    # -- who we are -----------------------------------------------------------------
+
+    def leading(self) -> bool:
+        return self.leader.is_leader() if self.leader is not None else True
+
+    def _on_leader(self, on: bool) -> None:
+        self.metrics.is_leader.set(1 if on else 0)
+        if on and self.actuator is not None:
+            self.actuator.poke()
+
+    def managed(self, pod: JSON) -> bool:
+        """Pods this mode plans for (others only take up room)."""
+        spec = pod.get("spec") or {}
+        if self.cfg.mode == "kueue":
+            return False
+        if self.cfg.mode == "binder":
+            gates = spec.get("schedulingGates") or []
+            return (
+                spec.get("schedulerName") == self.cfg.binder_scheduler_name
+                or any(g.get("name") == self.cfg.gate for g in gates)
+                or GANG_ANNOTATION in (gangmod.meta(pod).get("annotations") or {})
+            )
+        return (
+            spec.get("schedulerName", "default-scheduler") in self.cfg.scheduler_names
+        )
+
+    def _sources(self) -> GangSources:
+        return GangSources(
+            podgroups={key_of(o): o for o in self.cache.items("CoschedulingPodGroup")},
+            api_workloads={
+                key_of(o): o for o in self.cache.items("SchedulingWorkload")
+            },
+            api_podgroups={
+                key_of(o): o for o in self.cache.items("SchedulingPodGroup")
+            },
+        )
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> Sidecar:
+        cfg = self.cfg
+        self.resources = discover(self.kube)
+        log.info(
+            "watching %s",
+            ", ".join(f"{r.plural}.{r.api_version}" for r in self.resources.values()),
+        )
+        self.loop.required = list(self.resources)
+        workloads = self.resources.get("Workload")
+        self.preemptor = Preemptor(
+            self.kube,
+            self.cache,
+            cfg,
+            self.metrics,
+            self.events,
+            self.builder,
+            workloads,
+            self.leading,
+        )
+        admitter = None
+        if cfg.mode == "kueue" and workloads is not None:
+            admitter = KueueAdmitter(
+                self.kube,
+                self.cache,
+                self.metrics,
+                self.events,
+                workloads,
+                self.binder.victims_left,
+                self.leading,
+            )
+        self.actuator = Actuator(
+            cfg,
+            self.cache,
+            self.loop,
+            self.binder,
+            self.preemptor,
+            admitter,
+            self.events,
+            self.leading,
+        )
+        self.extender = Extender(
+            self.cache,
+            self.loop,
+            self.actuator,
+            self.binder,
+            self.builder,
+            self.kube,
+            self.metrics,
+            self.managed,
+            self.leading,
+            lambda: self.leader.holder if self.leader is not None else cfg.identity,
+        )
+        self.http = HttpServer(
+            cfg.listen[0],
+            cfg.listen[1],
+            Endpoints(
+                cfg.prefix,
+                self.extender.handle,
+                self._healthy,
+                self._ready,
+                self.metrics.exposition,
+                self.debug,
+            ),
+        ).start()
+        for res in self.resources.values():
+            self.informers.append(
+                Informer(
+                    self.kube, res, self.cache, self.metrics, cfg.watch_timeout
+                ).start()
+            )
+        self.events.start()
+        if self.leader is not None:
+            self.leader.start()
+        else:
+            self.metrics.is_leader.set(1)
+        self.loop.start()
+        self.actuator.start()
+        return self
+
+    @property
+    def url(self) -> str:
+        if self.http is None:
+            raise RuntimeError("not started")
+        host, port = self.http.address
+        return f"http://{host}:{port}"
+
+    def stop(self, release: bool = True) -> None:
+        """Stop everything; ``release=False`` leaves the Lease as a crash would."""
+        self._stopped.set()
+        if self.leader is not None:
+            self.leader.stop(release=release)
+        for inf in self.informers:
+            inf.stop()
+        self.loop.stop()
+        if self.actuator is not None:
+            self.actuator.stop()
+            self.actuator.join(5)
+        self.loop.join(5)
+        if self.http is not None:
+            self.http.stop()
+        self.events.stop()
+        for inf in self.informers:
+            inf.join(2)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._ready()[0]:
+                return
+            time.sleep(0.02)
+        raise TimeoutError(f"sidecar not ready: {self._ready()[1]}")
+
+    # -- health -----------------------------------------------------------------------
+
+    def _healthy(self) -> tuple[bool, str]:
+        dead = [t for t in ("solve-loop", "actuator") if not self._alive(t)]
+        if dead and not self._stopped.is_set():
+            return False, f"threads stopped: {', '.join(dead)}\n"
+        return True, "ok\n"
+
+    def _alive(self, name: str) -> bool:
+        return any(t.name == name and t.is_alive() for t in threading.enumerate())
+
+    def _ready(self) -> tuple[bool, str]:
+        if not self.cache.synced(list(self.resources)):
+            return False, "caches not synced\n"
+        if self.loop.state is None:
+            return False, "no plan yet\n"
+        return True, "ok\n"
+
+    def _on_plan(self, state: PlanState) -> None:
+        if self.actuator is not None:
+            self.actuator.poke()
+
+    def debug(self) -> JSON:
+        """The current plan and every gang's status (``GET /debug/plan``)."""
+        state = self.loop.state
+        out: JSON = {
+            "identity": self.cfg.identity,
+            "leader": self.leading(),
+            "mode": self.cfg.mode,
+            "solves": self.loop.solves,
+        }
+        if state is None:
+            return out
+        blockers = self.actuator.blockers if self.actuator is not None else {}
+        out["plan"] = state.plan.to_dict()
+        out["fallback"] = state.fallback
+        out["gangs"] = {
+            key: {
+                "admitted": gp.admitted,
+                "reason": gp.reason,
+                "nodes": gp.nodes,
+                "victims": list(gp.victims),
+                "blocker": blockers.get(key),
+                "state": state.built.gangs[key].state
+                if key in state.built.gangs
+                else "waiting",
+            }
+            for key, gp in state.gangs.items()
+        }
+        out["running"] = sorted(
+            k for k, v in state.built.gangs.items() if v.state == "running"
+        )
+        return out

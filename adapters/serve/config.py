@@ -1,0 +1,85 @@
+"""Settings of the serve sidecar, one documented field each."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Literal
+
+Mode = Literal["extender", "binder", "kueue"]
+MODES: tuple[Mode, ...] = ("extender", "binder", "kueue")
+
+GANG_ANNOTATION = "placewise.io/gang"
+"""Set on every pod we bind: the gang (workload key) it was bound as part of."""
+ASSIGNMENT_ANNOTATION = "placewise.io/assignment"
+"""Set on every pod we bind: the whole gang's intended ``{podSet: {node: count}}``.
+
+It makes a restart mid-bind recoverable: the bound half of a gang carries the
+decision for the unbound half, so no decision is lost with the process.
+"""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _identity() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How one sidecar replica behaves; defaults suit a real cluster."""
+
+    mode: Mode = "extender"
+    """extender: answer kube-scheduler; binder: bind/ungate gated pods itself;
+    kueue: write Kueue Workload admissions as Kueue's scheduler does."""
+    listen: tuple[str, int] = ("127.0.0.1", 8888)
+    """Where the HTTP server (extender verbs, health, metrics) listens."""
+    prefix: str = "/scheduler"
+    """URL prefix of the extender verbs (the ``urlPrefix`` path)."""
+    solver: str = "auto"
+    """auto/cpsat/greedy, as ``placewise solve``."""
+    time_limit: float = 10.0
+    """Optimizer budget per re-solve; a slow or failed solve falls back to greedy."""
+    workers: int = 1
+    """CP-SAT workers: one keeps a core free for watches and extender calls."""
+    debounce: float = 0.5
+    """Quiet time after the last change before re-solving: a burst of pod
+    creations becomes one solve instead of hundreds."""
+    max_delay: float = 3.0
+    """Longest a change waits for a solve while changes keep arriving."""
+    scheduler_names: tuple[str, ...] = ("default-scheduler",)
+    """Extender mode: pods of these schedulerNames are the ones kube-scheduler
+    sends us; pending pods of other schedulers are not ours to plan."""
+    binder_scheduler_name: str = "placewise"
+    """Binder mode: pods with this schedulerName are bound directly."""
+    gate: str = "placewise.io/gang"
+    """Binder mode: the scheduling gate pods are created with."""
+    default_topology: tuple[str, ...] = ()
+    """Levels (highest first) above the hostname for gangs outside Kueue, e.g.
+    block and rack labels, so their pods can ask for a required/preferred level."""
+    leader_elect: bool = True
+    """Only the Lease holder writes; off only for a single replica in tests."""
+    lease_namespace: str = "default"
+    lease_name: str = "placewise-serve"
+    identity: str = field(default_factory=_identity)
+    lease_duration: float = 15.0
+    """Seconds another replica waits on an unrenewed lease before taking over."""
+    renew_deadline: float = 10.0
+    """A leader that could not renew for this long stops acting (< duration)."""
+    retry_period: float = 2.0
+    """How often the lease is renewed or tried."""
+    resync: float = 1.0
+    """Actuator tick: re-check readiness (victims gone, gangs complete)."""
+    watch_timeout: int = 300
+    """Server-side watch timeout (seconds) before our own reconnect."""
+    request_timeout: float = 30.0
+    """Client read timeout of every API call (a hung server is a failure)."""
+    protect_seconds: float = 30.0
+    """After a PodDisruptionBudget refused a victim's eviction, the solver
+    treats that workload as not preemptible for this long."""
+    event_component: str = "placewise"
+    """reportingController of the Events we write."""
+
+    @property
+    def scheduler_name_for_events(self) -> str:
+        return self.event_component

@@ -1,0 +1,162 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, as client-go does it.
+
+Expiry is judged on our own clock from when we last saw the record change,
+never on the holder's ``renewTime`` (no trust in clock sync between
+replicas).  A leader that could not renew within ``renew_deadline`` stops
+acting before anyone else may take over at ``lease_duration``
+(renew_deadline < lease_duration), so two replicas never act at once.  Every
+write is a PUT conditioned on the resourceVersion read: a lost race is a 409.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from adapters.serve.events import micro_time
+from adapters.serve.kube import LEASES, ApiError, Kube
+
+JSON = dict[str, Any]
+log = logging.getLogger("placewise.serve.leader")
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        on_change: Callable[[bool], None] | None = None,
+    ) -> None:
+        self.kube, self.namespace, self.name = kube, namespace, name
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.on_change = on_change
+        self._renewed_at = -1e9  # monotonic time of our last successful write
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime)
+        self._observed_at = 0.0
+        self._leading = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leader", daemon=True)
+        self.holder = ""
+
+    def is_leader(self) -> bool:
+        """True only while our last renewal is younger than the renew deadline."""
+        return (
+            self._leading and time.monotonic() - self._renewed_at < self.renew_deadline
+        )
+
+    def start(self) -> LeaderElector:
+        self._thread.start()
+        return self
+
+    def stop(self, release: bool = True) -> None:
+        """Stop; ``release`` hands the lease over at once (graceful shutdown)."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        if release and self._leading:
+            try:
+                lease = self.kube.get(LEASES, self.namespace, self.name)
+                if (
+                    lease
+                    and (lease.get("spec") or {}).get("holderIdentity") == self.identity
+                ):
+                    lease["spec"] = {
+                        **lease["spec"],
+                        "holderIdentity": "",
+                        "leaseDurationSeconds": 1,
+                    }
+                    self.kube.replace(LEASES, self.namespace, self.name, lease)
+            except ApiError as exc:
+                log.info("could not release the lease: %s", exc)
+        self._set(False)
+
+    def _set(self, leading: bool) -> None:
+        if leading != self._leading:
+            self._leading = leading
+            log.info(
+                "%s %s leadership of lease %s/%s",
+                self.identity,
+                "acquired" if leading else "lost",
+                self.namespace,
+                self.name,
+            )
+            if self.on_change is not None:
+                self.on_change(leading)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                ok = self._try()
+            except ApiError as exc:
+                log.info("lease %s/%s: %s", self.namespace, self.name, exc)
+                ok = False
+            if ok:
+                self._renewed_at = time.monotonic()
+                self._set(True)
+            elif not self.is_leader():
+                self._set(False)
+            self._stop.wait(self.retry_period)
+
+    def _spec(self, old: JSON | None) -> JSON:
+        now = micro_time()
+        spec = dict((old or {}).get("spec") or {})
+        taking_over = spec.get("holderIdentity") != self.identity
+        spec.update(
+            holderIdentity=self.identity,
+            leaseDurationSeconds=max(1, round(self.lease_duration)),
+            renewTime=now,
+        )
+        if taking_over:
+            spec["acquireTime"] = now
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (
+                1 if old else 0
+            )
+        return spec
+
+    def _try(self) -> bool:
+        """One acquire-or-renew round; True if we hold the lease after it."""
+        lease = self.kube.get(LEASES, self.namespace, self.name)
+        if lease is None:
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace},
+                "spec": self._spec(None),
+            }
+            try:
+                self.kube.create(LEASES, self.namespace, body)
+            except ApiError as exc:
+                if exc.status == 409:
+                    return False
+                raise
+            self.holder = self.identity
+            return True
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        now = time.monotonic()
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        self.holder = holder
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        if holder and holder != self.identity and now - self._observed_at < duration:
+            return False  # someone else holds an unexpired lease
+        lease["spec"] = self._spec(lease)
+        try:
+            self.kube.replace(LEASES, self.namespace, self.name, lease)
+        except ApiError as exc:
+            if exc.status == 409:
+                return False
+            raise
+        self.holder = self.identity
+        return True

@@ -1,0 +1,85 @@
+"""Prometheus metrics of one sidecar, in their own registry.
+
+Names follow kube-scheduler's and Kueue's shapes with a ``placewise_``
+prefix (cluster-protocols §5); histogram buckets are exponential from 1 ms as
+upstream's are.  A registry per instance lets tests run several sidecars in
+one process without collisions.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import generate_latest
+
+BUCKETS = tuple(0.001 * 2**i for i in range(17))
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.solve_duration = Histogram(
+            "placewise_solve_duration_seconds",
+            "Wall time of one re-solve, by solver used and outcome.",
+            ["solver", "result"],
+            buckets=BUCKETS,
+            registry=r,
+        )
+        self.fallbacks = Counter(
+            "placewise_solver_fallbacks_total",
+            "Re-solves that fell back to the greedy solver.",
+            ["reason"],
+            registry=r,
+        )
+        self.gangs_pending = Gauge(
+            "placewise_gangs_pending",
+            "Gangs/workloads the current plan leaves pending.",
+            registry=r,
+        )
+        self.gangs_admitted = Gauge(
+            "placewise_gangs_admitted",
+            "Gangs/workloads the current plan admits (not yet bound).",
+            registry=r,
+        )
+        self.preemptions = Counter(
+            "placewise_preemptions_total",
+            "Victims acted on: evicted pods or evicted Kueue Workloads.",
+            ["kind", "result"],
+            registry=r,
+        )
+        self.binds = Counter(
+            "placewise_bind_total",
+            "Gang bind attempts by result.",
+            ["result"],
+            registry=r,
+        )
+        self.bind_failures = Counter(
+            "placewise_bind_failures_total",
+            "Gang binds that failed (and were rolled back), by cause.",
+            ["reason"],
+            registry=r,
+        )
+        self.extender_duration = Histogram(
+            "placewise_extender_request_duration_seconds",
+            "Extender request latency by verb and result.",
+            ["verb", "result"],
+            buckets=BUCKETS,
+            registry=r,
+        )
+        self.watch_restarts = Counter(
+            "placewise_watch_restarts_total",
+            "Watch restarts by resource and reason (gone = 410, error).",
+            ["resource", "reason"],
+            registry=r,
+        )
+        self.is_leader = Gauge(
+            "placewise_is_leader", "1 while this replica holds the Lease.", registry=r
+        )
+        self.admissions_written = Counter(
+            "placewise_kueue_admissions_total",
+            "Kueue Workload admissions written.",
+            registry=r,
+        )
+
+    def exposition(self) -> bytes:
+        return bytes(generate_latest(self.registry))

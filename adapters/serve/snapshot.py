@@ -1,0 +1,548 @@
+"""The cache as a :class:`models.snapshot.Snapshot`: the batch solver's own model.
+
+Every object goes through the same decoders as instance files
+(:func:`adapters.loader.decode_objects`), cached per resourceVersion so a
+re-solve only pays for what changed.  Gangs found in pods become Kueue-shaped
+Workload objects first and are decoded like any other, so the solver cannot
+tell them from Kueue's own:
+
+* a gang with no member bound is *pending*;
+* a gang with members bound is *running*; its admission is rebuilt from where
+  its pods are (flavor from the node's labels, topology assignment from the
+  nodes), and when it is half-bound the unbound members are counted on the
+  nodes the binding annotation says they were meant for, so a restart never
+  gives that room away;
+* a gang still missing members (or its PodGroup) is left out with its reason.
+
+Gangs outside Kueue queue in a synthesized ``placewise-default`` ClusterQueue
+whose quota is the cluster's capacity and whose flavor is topology-aware down
+to the hostname, so every admission comes with hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from adapters.loader import RawObject, decode_objects
+from adapters.serve import gangs as gangmod
+from adapters.serve.config import (
+    ASSIGNMENT_ANNOTATION,
+    GANG_ANNOTATION,
+    HOSTNAME_LABEL,
+    ServeConfig,
+)
+from adapters.serve.gangs import Gang, GangSources
+from adapters.serve.informer import Cache
+from models.cluster import ClusterQueue, Node, ResourceFlavor, Topology
+from models.errors import Problem
+from models.quantity import format_units
+from models.snapshot import Objects, Snapshot, build_snapshot
+from models.workload import Workload
+
+JSON = dict[str, Any]
+log = logging.getLogger("placewise.serve.snapshot")
+
+DEFAULT = "placewise-default"
+KUEUE = "kueue.x-k8s.io"
+PROTECTED_PRIORITY = 2**31 - 1
+GangState = Literal["pending", "running", "partial", "waiting"]
+
+_TABLE_OF_KIND = {
+    "ResourceFlavor": "flavors",
+    "ClusterQueue": "cluster_queues",
+    "Cohort": "cohorts",
+    "LocalQueue": "local_queues",
+    "WorkloadPriorityClass": "priority_classes",
+    "PriorityClass": "pod_priority_classes",
+    "Topology": "topologies",
+    "Namespace": "namespaces",
+    "Node": "nodes",
+    "Pod": "pods",
+    "Workload": "workloads",
+}
+CACHE_KINDS = tuple(_TABLE_OF_KIND)
+
+
+@dataclass
+class GangView:
+    """A gang with where its members are and what it is in the snapshot."""
+
+    gang: Gang
+    state: GangState
+    pod_sets: list[tuple[str, list[JSON]]]
+    nodes: dict[str, str] = field(default_factory=dict)
+    """pod name -> node for members bound (or pinned/expected) already."""
+    intent: dict[str, dict[str, int]] | None = None
+    """The whole gang's ``{podSet: {node: count}}`` from a binding annotation."""
+
+    @property
+    def key(self) -> str:
+        return self.gang.key
+
+
+@dataclass
+class Built:
+    """One consistent snapshot and what each workload key stands for."""
+
+    snapshot: Snapshot
+    generation: int
+    gangs: dict[str, GangView]
+    kueue: dict[str, JSON]
+    """Kueue Workload objects in the snapshot, by key (raw, for writes)."""
+    waiting: dict[str, Gang]
+    """Gangs left out of the solve (``waiting_for`` says why)."""
+
+
+class Decoder:
+    """Per-object decoding through the loader, memoised by resourceVersion."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, str, str], tuple[str, tuple[str, Any]]] = {}
+        self._seen: set[tuple[str, str, str]] = set()
+
+    def decode(self, obj: JSON) -> tuple[str, tuple[str, Any]] | None:
+        """(table, (key, domain object)), or None (logged) for a bad object."""
+        meta = obj.get("metadata") or {}
+        rv = str(meta.get("resourceVersion") or "")
+        memo_key = (
+            str(obj.get("kind")),
+            f"{meta.get('namespace') or ''}/{meta.get('name')}",
+            rv,
+        )
+        if rv:
+            self._seen.add(memo_key)
+            hit = self._memo.get(memo_key)
+            if hit is not None:
+                return hit
+        if obj.get("kind") == "Node":
+            obj = _with_hostname(obj)
+        problems: list[Problem] = []
+        objects, _ = decode_objects([RawObject(obj, "cluster", None)], problems)
+        if problems:
+            log.warning(
+                "skipping %s %s: %s",
+                obj.get("kind"),
+                meta.get("name"),
+                "; ".join(str(p) for p in problems),
+            )
+            return None
+        for table in _TABLE_OF_KIND.values():
+            values = getattr(objects, table)
+            if values:
+                ((key, value),) = values.items()
+                if rv:
+                    self._memo[memo_key] = (table, (key, value))
+                return table, (key, value)
+        return None
+
+    def prune(self) -> None:
+        """Forget objects not decoded since the last prune (deleted or updated)."""
+        self._memo = {k: v for k, v in self._memo.items() if k in self._seen}
+        self._seen = set()
+
+
+def pinned_node(pod: JSON) -> str | None:
+    """A pod we ungated with a hostname pin counts as placed there."""
+    annotations = gangmod.meta(pod).get("annotations") or {}
+    if GANG_ANNOTATION not in annotations:
+        return None
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return str(selector[HOSTNAME_LABEL]) if HOSTNAME_LABEL in selector else None
+
+
+def node_of(cache: Cache, pod: JSON) -> str | None:
+    return cache.node_of(pod) or pinned_node(pod)
+
+
+def _intent(pods: Iterable[JSON]) -> dict[str, dict[str, int]] | None:
+    for pod in pods:
+        raw = (gangmod.meta(pod).get("annotations") or {}).get(ASSIGNMENT_ANNOTATION)
+        if raw:
+            try:
+                value = json.loads(raw)
+                return {
+                    str(ps): {str(n): int(c) for n, c in d.items()}
+                    for ps, d in value.items()
+                }
+            except (ValueError, AttributeError, TypeError):
+                continue
+    return None
+
+
+class SnapshotBuilder:
+    """Cache + configuration -> :class:`Built`, one call per re-solve."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        cfg: ServeConfig,
+        managed: Callable[[JSON], bool],
+        sources: Callable[[], GangSources],
+    ) -> None:
+        self.cache, self.cfg, self.managed, self.sources = cache, cfg, managed, sources
+        self.decoder = Decoder()
+        self.protected: dict[str, float] = {}
+        """workload key -> monotonic deadline: not preemptible until then."""
+        self.evicting: set[str] = set()
+        """Victim workload keys whose eviction we issued (reused as victims first)."""
+
+    # -- entry point -----------------------------------------------------------
+
+    def build(self, now: float) -> Built:
+        generation = self.cache.generation
+        tables: dict[str, dict[str, Any]] = {t: {} for t in _TABLE_OF_KIND.values()}
+        raw_kueue: dict[str, JSON] = {}
+        for kind in CACHE_KINDS:
+            for obj in self.cache.items(kind):
+                decoded = self.decoder.decode(obj)
+                if decoded is None:
+                    continue
+                table, (key, value) = decoded
+                tables[table][key] = value
+                if kind == "Workload":
+                    raw_kueue[key] = obj
+        if self.cfg.mode != "kueue":
+            for key in [k for k, w in tables["workloads"].items() if w.is_pending]:
+                del tables["workloads"][key]
+                del raw_kueue[key]
+        src = self.sources()
+        src.kueue_workloads = set(raw_kueue)
+        found = gangmod.find_gangs(self.cache.items("Pod"), src, self.managed)
+        views, waiting = self._views(found)
+        if any(v.gang.queue is None for v in views.values()):
+            self._add_default_queue(tables, views)
+        for view in views.values():
+            wl = self._gang_workload(view, tables)
+            decoded = self.decoder.decode(wl)
+            if decoded is not None:
+                tables["workloads"][view.key] = decoded[1][1]
+        self._mark_gang_pods(tables, views)
+        self._adjust(tables["workloads"], now)
+        self.decoder.prune()
+        snap = build_snapshot(Objects(**tables))
+        return Built(snap, generation, views, raw_kueue, waiting)
+
+    # -- gangs -----------------------------------------------------------------
+
+    def _views(self, found: list[Gang]) -> tuple[dict[str, GangView], dict[str, Gang]]:
+        views: dict[str, GangView] = {}
+        waiting: dict[str, Gang] = {}
+        for gang in found:
+            nodes = {}
+            for pod in gang.pods:
+                node = node_of(self.cache, pod)
+                if node:
+                    nodes[str(gangmod.meta(pod).get("name"))] = node
+            sets = gangmod.pod_sets(gang.pods)
+            if nodes and len(nodes) == len(gang.pods):
+                state: GangState = "running"
+            elif nodes:
+                state = "partial"
+            elif gang.waiting_for:
+                waiting[gang.key] = gang
+                continue
+            else:
+                state = "pending"
+            views[gang.key] = GangView(gang, state, sets, nodes, _intent(gang.pods))
+        return views, waiting
+
+    def _priority(self, gang: Gang, tables: dict[str, dict[str, Any]]) -> int:
+        best = 0
+        for pod in gang.pods:
+            wpc = (gangmod.meta(pod).get("labels") or {}).get(f"{KUEUE}/priority-class")
+            if wpc and wpc in tables["priority_classes"]:
+                return int(tables["priority_classes"][wpc].value)
+            best = max(best, int((pod.get("spec") or {}).get("priority") or 0))
+        return best
+
+    def _cluster_queue(self, view: GangView, tables: dict[str, Any]) -> str:
+        if view.gang.queue is None:
+            return DEFAULT
+        lq = tables["local_queues"].get(f"{view.gang.namespace}/{view.gang.queue}")
+        return str(lq.cluster_queue) if lq is not None else ""
+
+    def _gang_workload(self, view: GangView, tables: dict[str, Any]) -> JSON:
+        gang = view.gang
+        stamps = sorted(
+            str(gangmod.meta(p).get("creationTimestamp") or "") for p in gang.pods
+        )
+        pod_sets = []
+        for name, members in view.pod_sets:
+            first = members[0]
+            spec = first.get("spec") or {}
+            template_spec = {
+                k: spec[k]
+                for k in (
+                    "containers",
+                    "initContainers",
+                    "overhead",
+                    "affinity",
+                    "tolerations",
+                    "nodeSelector",
+                )
+                if spec.get(k)
+            }
+            selector = dict(template_spec.get("nodeSelector") or {})
+            if pinned_node(first) is not None:
+                selector.pop(HOSTNAME_LABEL, None)  # our own pin, not the user's
+                template_spec["nodeSelector"] = selector
+            annotations = {
+                k: v
+                for k, v in (gangmod.meta(first).get("annotations") or {}).items()
+                if k.startswith(f"{KUEUE}/podset-")
+            }
+            pod_sets.append(
+                {
+                    "name": name,
+                    "count": len(members),
+                    "template": {
+                        "metadata": {"annotations": annotations},
+                        "spec": template_spec,
+                    },
+                }
+            )
+        wl: JSON = {
+            "apiVersion": f"{KUEUE}/v1beta2",
+            "kind": "Workload",
+            "metadata": {
+                "name": gang.name,
+                "namespace": gang.namespace,
+                "uid": f"gang:{gang.key}",
+                "creationTimestamp": stamps[0] if stamps and stamps[0] else None,
+            },
+            "spec": {
+                "queueName": gang.queue or DEFAULT,
+                "priority": self._priority(gang, tables),
+                "podSets": pod_sets,
+            },
+        }
+        if view.state in ("running", "partial"):
+            wl["status"] = self._running_status(view, tables, wl)
+        return wl
+
+    def _running_status(self, view: GangView, tables: dict[str, Any], wl: JSON) -> JSON:
+        """An admission rebuilt from where the members are (or are meant to be)."""
+        cq_name = self._cluster_queue(view, tables)
+        cq: ClusterQueue | None = tables["cluster_queues"].get(cq_name)
+        decoded = self.decoder.decode({**wl, "status": {}})
+        workload: Workload | None = decoded[1][1] if decoded else None
+        psas = []
+        for name, members in view.pod_sets:
+            placed: dict[str, int] = {}
+            for pod in members:
+                node = view.nodes.get(str(gangmod.meta(pod).get("name")))
+                if node:
+                    placed[node] = placed.get(node, 0) + 1
+            if view.state == "partial" and view.intent and name in view.intent:
+                for node, want in view.intent[name].items():
+                    placed[node] = max(placed.get(node, 0), want)
+            count = sum(placed.values())
+            ps = workload.pod_set(name) if workload else None
+            requests = dict(ps.requests) if ps else {}
+            if cq is not None and cq.group_of("pods") is not None:
+                requests["pods"] = 1
+            any_node: Node | None = tables["nodes"].get(next(iter(placed), ""))
+            flavors = _infer_flavors(cq, tables["flavors"], any_node, requests)
+            psa: JSON = {
+                "name": name,
+                "count": count,
+                "flavors": flavors,
+                "resourceUsage": {
+                    r: format_units(r, v * count)
+                    for r, v in sorted(requests.items())
+                    if r in flavors
+                },
+            }
+            ta = _topology_assignment(flavors, tables, placed)
+            if ta is not None:
+                psa["topologyAssignment"] = ta
+            psas.append(psa)
+        return {
+            "admission": {"clusterQueue": cq_name, "podSetAssignments": psas},
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "QuotaReserved",
+                    "message": "bound pods",
+                }
+            ],
+        }
+
+    def _mark_gang_pods(
+        self, tables: dict[str, Any], views: dict[str, GangView]
+    ) -> None:
+        """Members of gangs whose admission carries hosts are counted there,
+        not a second time as plain pods (formats.md §1, TAS-managed pods)."""
+        for view in views.values():
+            wl = tables["workloads"].get(view.key)
+            if wl is None or wl.admission is None:
+                continue
+            tas = any(
+                p.topology_assignment is not None
+                for p in wl.admission.pod_set_assignments
+            )
+            for pod in view.gang.pods:
+                key = f"{view.gang.namespace}/{gangmod.meta(pod).get('name')}"
+                if key in tables["pods"]:
+                    tables["pods"][key] = tables["pods"][key].model_copy(
+                        update={"tas_managed": tas}
+                    )
+
+    def _adjust(self, workloads: dict[str, Workload], now: float) -> None:
+        """PDB-protected victims are not preemptible for a while; victims we are
+        already evicting are reused first (Kueue's candidate order, rule 1)."""
+        self.protected = {k: t for k, t in self.protected.items() if t > now}
+        for key in list(workloads):
+            w = workloads[key]
+            if key in self.protected and w.is_running:
+                workloads[key] = w.model_copy(
+                    update={"priority": PROTECTED_PRIORITY, "priority_set": True}
+                )
+            elif key in self.evicting and w.is_running and not w.evicted:
+                workloads[key] = w.model_copy(update={"evicted": True})
+        self.evicting &= set(workloads)
+
+    # -- the default queue -------------------------------------------------------
+
+    def _add_default_queue(
+        self, tables: dict[str, dict[str, Any]], views: dict[str, GangView]
+    ) -> None:
+        totals: dict[str, int] = {}
+        for node in tables["nodes"].values():
+            for r, v in node.allocatable.items():
+                totals[r] = totals.get(r, 0) + v
+        for view in views.values():
+            for _, members in view.pod_sets:
+                for r in _requested(members[0]):
+                    totals.setdefault(r, 0)
+        levels = [*self.cfg.default_topology, HOSTNAME_LABEL]
+        objs: list[JSON] = [
+            {
+                "apiVersion": f"{KUEUE}/v1beta2",
+                "kind": "Topology",
+                "metadata": {"name": DEFAULT},
+                "spec": {"levels": [{"nodeLabel": lvl} for lvl in levels]},
+            },
+            {
+                "apiVersion": f"{KUEUE}/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": DEFAULT},
+                "spec": {"topologyName": DEFAULT},
+            },
+            {
+                "apiVersion": f"{KUEUE}/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": DEFAULT},
+                "spec": {
+                    "namespaceSelector": {},
+                    "preemption": {"withinClusterQueue": "LowerPriority"},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": sorted(totals),
+                            "flavors": [
+                                {
+                                    "name": DEFAULT,
+                                    "resources": [
+                                        {"name": r, "nominalQuota": format_units(r, v)}
+                                        for r, v in sorted(totals.items())
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                },
+            },
+        ]
+        for ns in sorted(
+            {v.gang.namespace for v in views.values() if not v.gang.queue}
+        ):
+            objs.append(
+                {
+                    "apiVersion": f"{KUEUE}/v1beta2",
+                    "kind": "LocalQueue",
+                    "metadata": {"name": DEFAULT, "namespace": ns},
+                    "spec": {"clusterQueue": DEFAULT},
+                }
+            )
+        for obj in objs:
+            decoded = self.decoder.decode(obj)
+            if decoded is not None:
+                table, (key, value) = decoded
+                tables[table][key] = value
+
+
+def _with_hostname(node: JSON) -> JSON:
+    """TAS needs the hostname label; a node without it is still a host."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if HOSTNAME_LABEL in labels:
+        return node
+    name = str((node.get("metadata") or {}).get("name"))
+    meta = {**(node.get("metadata") or {}), "labels": {**labels, HOSTNAME_LABEL: name}}
+    return {**node, "metadata": meta}
+
+
+def _requested(pod: JSON) -> set[str]:
+    spec = pod.get("spec") or {}
+    out: set[str] = set()
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        out |= set(res.get("requests") or {}) | set(res.get("limits") or {})
+    return out
+
+
+def _infer_flavors(
+    cq: ClusterQueue | None,
+    flavors: dict[str, ResourceFlavor],
+    node: Node | None,
+    requests: dict[str, int],
+) -> dict[str, str]:
+    """The flavor of each resource: the first of its group the node matches."""
+    if cq is None:
+        return {}
+    out: dict[str, str] = {}
+    labels = node.labels if node is not None else {}
+    for resource in requests:
+        group = cq.group_of(resource)
+        if group is None:
+            continue
+        names = [f.name for f in cq.resource_groups[group].flavors]
+        chosen = names[0] if names else None
+        for name in names:
+            fl = flavors.get(name)
+            if fl is not None and all(
+                labels.get(k) == v for k, v in fl.node_labels.items()
+            ):
+                chosen = name
+                break
+        if chosen is not None:
+            out[resource] = chosen
+    return out
+
+
+def _topology_assignment(
+    flavors: dict[str, str], tables: dict[str, Any], placed: dict[str, int]
+) -> JSON | None:
+    """Kueue's logical form for the nodes the pods are on (TAS flavors only)."""
+    for flavor_name in sorted(set(flavors.values())):
+        flavor: ResourceFlavor | None = tables["flavors"].get(flavor_name)
+        if flavor is None or flavor.topology_name is None:
+            continue
+        topo: Topology | None = tables["topologies"].get(flavor.topology_name)
+        if topo is None:
+            return None
+        levels = [HOSTNAME_LABEL] if topo.hostname_leaves else list(topo.levels)
+        domains = []
+        for node_name, count in sorted(placed.items()):
+            node: Node | None = tables["nodes"].get(node_name)
+            if node is None or any(lvl not in node.labels for lvl in levels):
+                return None
+            domains.append(
+                {"values": [node.labels[lvl] for lvl in levels], "count": count}
+            )
+        return {"levels": levels, "domains": domains}
+    return None
