@@ -1,0 +1,190 @@
+"""``placewise bench``: every solver side by side, one report.
+
+A platform team asks "what would placewise buy us over what we run now?";
+the answer has to compare real policies on the same instances, check every
+plan, and say where the limit is.  This command builds the experiment
+matrix (generated families x seeds x solvers, plus the LP bound of each
+instance), runs it over ``--jobs`` worker processes with a progress bar,
+adds the Alibaba GPU trace replay and, with ``--simulate``, a replay of
+arrivals over time, and writes ``summary.md``, ``runs.csv`` and PNG plots
+to ``--out``.  Exit 0 when the report is written, also when some runs
+failed (they are listed in the report); 2 for bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from benchmarks.harness import matrix
+from benchmarks.harness.matrix import Task
+from benchmarks.harness.report import ReportInputs, write_report
+from benchmarks.harness.runner import RunResult, Work, run_tasks
+from benchmarks.harness.simulate import SimulationReport, sim_jobs
+from benchmarks.harness.trace import TraceJob, TraceResult
+
+QUICK_TIMEOUT = 300.0
+FULL_TIMEOUT = 1800.0
+
+
+def register(subparsers: Any) -> None:
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "bench",
+        help="run the solvers side by side and write a report",
+        description=(
+            "Run kueue (the Kueue-compatible greedy), kube-default, binpack-gang "
+            "and cpsat on generated benchmark families (and the Alibaba GPU "
+            "trace), validate every plan, and write summary.md, runs.csv and "
+            "PNG plots."
+        ),
+    )
+    p.add_argument("--quick", action="store_true",
+                   help="one seed, small families, the default trace only")
+    p.add_argument("--families", metavar="F[,F...]",
+                   help="families to run (default: all, or the small ones "
+                   f"with --quick); known: {', '.join(matrix.known_families())}")
+    p.add_argument("--solvers", metavar="S[,S...]", default=",".join(matrix.SOLVERS),
+                   help="solvers to compare (default: %(default)s)")
+    p.add_argument("--seeds", metavar="N|S[,S...]",
+                   help="N seeds 1..N, or a list (default: 1 with --quick, else 3)")
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="SEC",
+                   help="cpsat wall budget per instance (default: %(default)s)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="experiments run in parallel processes (default: 1)")
+    p.add_argument("--timeout", type=float, metavar="SEC",
+                   help="give up on one run after SEC seconds "
+                   f"(default: {QUICK_TIMEOUT:.0f} quick, {FULL_TIMEOUT:.0f} full)")
+    p.add_argument("--simulate", action="store_true",
+                   help="also replay arrivals and durations through repeated "
+                   "solves (kueue vs cpsat)")
+    p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
+                   help="replay the Alibaba GPU trace with the FGD protocol "
+                   "(default: on)")
+    p.add_argument("--out", default="bench-out", metavar="DIR",
+                   help="report directory (default: %(default)s)")
+    p.set_defaults(run=run)
+
+
+def _seeds(text: str | None, quick: bool) -> list[int]:
+    if text is None:
+        return [1] if quick else [1, 2, 3]
+    parts = [x.strip() for x in text.split(",") if x.strip()]
+    if len(parts) == 1 and "," not in text:
+        n = int(parts[0])
+        if n < 1:
+            raise ValueError("--seeds N needs N >= 1")
+        return list(range(1, n + 1))
+    return [int(x) for x in parts]
+
+
+def _csv(text: str | None) -> list[str]:
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console(stderr=True)
+    try:
+        seeds = _seeds(args.seeds, args.quick)
+        families = _csv(args.families) or list(
+            matrix.QUICK_FAMILIES if args.quick else matrix.FULL_FAMILIES
+        )
+        solvers = _csv(args.solvers)
+        if args.jobs < 1:
+            raise ValueError("--jobs must be at least 1")
+        timeout = args.timeout or (QUICK_TIMEOUT if args.quick else FULL_TIMEOUT)
+        workers = max(1, (os.cpu_count() or 1) // args.jobs)
+        tasks: list[Work] = list(matrix.build_tasks(
+            families, solvers, seeds, args.time_limit, workers, timeout
+        ))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.trace:
+        trace_dir = str(Path(args.out) / "trace")
+        tasks.insert(0, TraceJob(out_dir=trace_dir, quick=args.quick))
+    if args.simulate:
+        tasks[1 if args.trace else 0:0] = sim_jobs(
+            quick=args.quick, time_limit=min(args.time_limit, 2.0), workers=workers
+        )
+    start = time.perf_counter()
+    results = _run_with_progress(console, tasks, args.jobs)
+    seconds = time.perf_counter() - start
+    runs = [r for r in results if isinstance(r, RunResult)]
+    trace = next((r for r in results if isinstance(r, TraceResult)), None)
+    sims = [r for r in results if not isinstance(r, RunResult | TraceResult)]
+    inputs = ReportInputs(
+        results=runs,
+        command=_command(args),
+        seconds=seconds,
+        settings={
+            "cpsat time limit": f"{args.time_limit:g} s",
+            "jobs": args.jobs,
+            "cpsat workers per run": workers,
+            "cores": os.cpu_count() or 1,
+        },
+        trace=trace,
+        simulation=SimulationReport.of(sims) if sims else None,
+    )
+    written = write_report(Path(args.out), inputs)
+    failed = sum(not r.ok for r in runs)
+    console.print(
+        f"wrote {written['markdown']} ({len(runs)} runs, {failed} failed) "
+        f"in {seconds:.0f} s"
+    )
+    return 0
+
+
+def _command(args: argparse.Namespace) -> str:
+    parts = ["placewise", "bench"]
+    if args.quick:
+        parts.append("--quick")
+    for flag, value in (("--families", args.families), ("--solvers", args.solvers),
+                        ("--seeds", args.seeds), ("--out", args.out)):
+        if value:
+            parts += [flag, str(value)]
+    parts += ["--time-limit", f"{args.time_limit:g}", "--jobs", str(args.jobs)]
+    if args.simulate:
+        parts.append("--simulate")
+    if not args.trace:
+        parts.append("--no-trace")
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _run_with_progress(console: Console, tasks: list[Work], jobs: int) -> list[Any]:
+    columns = (
+        TextColumn("[bold]bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task("starting", total=len(tasks))
+
+        def done(work: Work, result: Any) -> None:
+            if isinstance(work, Task):
+                label = f"{work.instance.label} seed {work.instance.seed} {work.solver}"
+            else:
+                label = work.label
+            ok = getattr(result, "ok", True)
+            state = "ok" if ok else "FAILED"
+            progress.update(bar, advance=1, description=f"{label} {state}")
+            if not ok:
+                why = getattr(result, "error", "")
+                console.print(f"[red]failed[/red] {label}: {why}")
+
+        return run_tasks(tasks, jobs, done)

@@ -1,0 +1,284 @@
+"""Runs tasks in worker processes: solve, validate, measure.
+
+Each task runs in a fresh process (``max_tasks_per_child=1``) so that
+``getrusage``'s peak RSS is that task's own and a crash or an out-of-memory
+kill takes down one task, not the run.  Processes fork from a forkserver
+that has already imported the solvers, so a fresh process costs
+milliseconds, not the seconds of importing OR-Tools again.
+
+A task's outcome is never dropped: a solver exception, a timeout, a dead
+worker and a plan the validator rejects all come back as a
+:class:`RunResult` with ``ok=False`` and the reason.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import signal
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, Protocol
+
+from benchmarks.harness.matrix import (
+    AGGREGATE_BOUND_FAMILIES,
+    LIMIT,
+    Task,
+    generate_snapshot,
+)
+from benchmarks.harness.metrics import Held, Metrics, compute
+from models.plan import Plan
+from models.snapshot import Snapshot
+from models.validate import validate
+
+MAX_VIOLATIONS_KEPT = 10
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything one task produced; plain data so it pickles."""
+
+    family: str
+    instance: str
+    seed: int
+    solver: str
+    ok: bool = False
+    error: str | None = None
+    """Why the task failed: exception, timeout, dead worker, invalid plan."""
+    hosts: int = 0
+    pending: int = 0
+    status: str = ""
+    wall_s: float = 0.0
+    """Wall time of the solve (or bound) call alone."""
+    peak_mib: float = 0.0
+    """Peak RSS of the task's process (interpreter and libraries included)."""
+    violations: list[str] = field(default_factory=list)
+    n_violations: int = 0
+    metrics: Metrics | None = None
+    bound: float | None = None
+    bound_method: str | None = None
+    running_gpus: int | None = None
+    objective: float | None = None
+    solver_bound: float | None = None
+
+
+class TaskTimeout(Exception):
+    """The task's wall budget ran out."""
+
+
+def _alarm(_signum: int, _frame: FrameType | None) -> None:
+    raise TaskTimeout
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def solve_task(task: Task, snap: Snapshot) -> tuple[Plan, list[Held]]:
+    """Run the task's solver; baselines also report their partial gangs."""
+    if task.solver == "kueue":
+        from solver.solve import SolveParams, solve
+
+        return solve(snap, SolveParams(solver="greedy")), []
+    if task.solver == "cpsat":
+        from solver.solve import SolveParams, solve
+
+        params = SolveParams(
+            solver="cpsat",
+            time_limit=task.time_limit,
+            workers=task.workers,
+            seed=task.instance.seed,
+        )
+        return solve(snap, params), []
+    from solver.baselines import run_baseline
+
+    out = run_baseline(task.solver, snap, seed=task.instance.seed)
+    held = [
+        Held(p.workload, p.pods_placed, p.pods_total, p.accelerators_held, p.nodes)
+        for p in out.partial
+    ]
+    return out.plan, held
+
+
+def run_task(task: Task) -> RunResult:
+    """The worker body: generate, solve (timed), validate, measure."""
+    result = RunResult(
+        family=task.instance.family,
+        instance=task.instance.label,
+        seed=task.instance.seed,
+        solver=task.solver,
+    )
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, task.timeout)
+    try:
+        snap = generate_snapshot(task.instance)
+        result.hosts = len(snap.nodes)
+        result.pending = len(snap.pending)
+        if task.solver == LIMIT:
+            _bound(task, snap, result)
+        else:
+            start = time.perf_counter()
+            plan, held = solve_task(task, snap)
+            result.wall_s = time.perf_counter() - start
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _check(snap, plan, held, result)
+    except TaskTimeout:
+        result.error = f"timed out after {task.timeout:.0f} s"
+    except Exception as exc:  # reported, never dropped
+        tb = traceback.format_exception_only(type(exc), exc)
+        result.error = "".join(tb).strip()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    result.peak_mib = _peak_mib()
+    return result
+
+
+def _bound(task: Task, snap: Snapshot, result: RunResult) -> None:
+    from solver.bound import aggregate_bound, lp_bound, running_gpus
+
+    start = time.perf_counter()
+    if task.instance.family in AGGREGATE_BOUND_FAMILIES:
+        result.bound, result.bound_method = aggregate_bound(snap), "aggregate"
+    else:
+        found = lp_bound(snap)
+        result.bound, result.bound_method = found.value, found.method
+    result.wall_s = time.perf_counter() - start
+    result.running_gpus = running_gpus(snap)
+    result.status = "BOUND"
+    result.ok = True
+
+
+def _check(snap: Snapshot, plan: Plan, held: list[Held], result: RunResult) -> None:
+    """Validate the plan and score it; an invalid plan is a failed run."""
+    result.status = plan.solver.status
+    result.objective = plan.solver.objective
+    result.solver_bound = plan.solver.bound
+    violations = validate(snap, plan)
+    result.n_violations = len(violations)
+    result.violations = [str(v) for v in violations[:MAX_VIOLATIONS_KEPT]]
+    result.metrics = compute(snap, plan, held)
+    if violations:
+        result.error = (
+            f"plan fails the validator ({len(violations)} violation(s)); "
+            f"first: {violations[0]}"
+        )
+    else:
+        result.ok = True
+
+
+# -- the pool ----------------------------------------------------------------------
+
+
+class Job(Protocol):
+    """Any other unit of work the pool runs (the trace replay, a simulation)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def execute(self) -> Any: ...
+
+    def failed(self, why: str) -> Any: ...
+
+
+Work = Task | Job
+Progress = Callable[[Work, Any], None]
+
+
+def execute(work: Work) -> Any:
+    """The function every worker process runs."""
+    if isinstance(work, Task):
+        return run_task(work)
+    return work.execute()
+
+
+def failed(work: Work, why: str) -> Any:
+    if isinstance(work, Task):
+        return _failed(work, why)
+    return work.failed(why)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([
+        "benchmarks.harness.runner",
+        "benchmarks.harness.simulate",
+        "solver.solve",
+        "solver.baselines",
+        "solver.bound",
+    ])
+    return ctx
+
+
+def run_tasks(
+    tasks: Sequence[Work], jobs: int, progress: Progress | None = None
+) -> list[Any]:
+    """Run every task, ``jobs`` at a time, each in its own process.
+
+    Results come back in completion order; a :class:`Task` gives a
+    :class:`RunResult`, any other job whatever its ``execute`` returns.
+    """
+    results: list[Any] = []
+    remaining = list(tasks)
+    while remaining:
+        pool = ProcessPoolExecutor(
+            max_workers=max(1, jobs), mp_context=_context(), max_tasks_per_child=1
+        )
+        futures: dict[Future[Any], Work] = {
+            pool.submit(execute, t): t for t in remaining
+        }
+        done: set[int] = set()
+        broken = False
+        try:
+            for fut in as_completed(futures):
+                task = futures[fut]
+                try:
+                    res = fut.result()
+                except BrokenProcessPool:
+                    broken = True
+                    break
+                except Exception as exc:  # e.g. a result that failed to pickle
+                    res = failed(task, f"worker error: {exc!r}")
+                results.append(res)
+                done.add(id(task))
+                if progress is not None:
+                    progress(task, res)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        left = [t for t in remaining if id(t) not in done]
+        if not broken:
+            break
+        # A worker died (killed, out of memory): the tasks in flight cannot
+        # be told apart, so each is retried once alone before being failed.
+        remaining = []
+        for task in left:
+            res = _isolated(task)
+            results.append(res)
+            if progress is not None:
+                progress(task, res)
+    return results
+
+
+def _isolated(task: Work) -> Any:
+    with ProcessPoolExecutor(
+        max_workers=1, mp_context=_context(), max_tasks_per_child=1
+    ) as pool:
+        try:
+            return pool.submit(execute, task).result()
+        except BrokenProcessPool:
+            return failed(task, "worker process died (killed or out of memory)")
+
+
+def _failed(task: Task, why: str) -> RunResult:
+    return RunResult(
+        family=task.instance.family,
+        instance=task.instance.label,
+        seed=task.instance.seed,
+        solver=task.solver,
+        error=why,
+    )
