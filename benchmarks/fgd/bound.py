@@ -18,11 +18,11 @@ bound valid (only looser).
 
 from __future__ import annotations
 
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
-
-import pulp
 
 from benchmarks.fgd.protocol import Workload
 from benchmarks.fgd.trace import CARD_MILLI, Trace
@@ -54,29 +54,59 @@ def _dff(milli: int, k: int) -> Fraction:
     return Fraction(int(y), k)
 
 
-def lp_bound(trace: Trace, workload: Workload, dff_orders: tuple[int, ...] = DFF_ORDERS) -> BoundResult:
-    """Maximise GPU milli placed over all arrivals of ``workload`` (LP relaxation)."""
+PodShape = tuple[int, int, int, int, int]  # cpu, mem, num, milli, model mask
+NodeShape = tuple[int, int, int, int]  # cpu, mem, gpus, model index
+
+
+def lp_bound(
+    trace: Trace, workload: Workload, dff_orders: tuple[int, ...] = DFF_ORDERS
+) -> BoundResult:
+    """Maximise GPU milli placed over all arrivals of ``workload`` (LP relaxation).
+
+    HiGHS runs in a spawned child process: OR-Tools 9.15 and highspy 1.15
+    each bundle HiGHS, and whichever is loaded second in a process fails to
+    resolve its symbols, so the two never share one.
+    """
     t0 = time.perf_counter()
-    pods: dict[tuple[int, int, int, int, int], int] = {}
-    for p in workload.arrivals:
-        p = int(p)
-        key = (
+    pods: dict[PodShape, int] = {}
+    for arrival in workload.arrivals:
+        p = int(arrival)
+        pkey = (
             int(trace.pod_cpu[p]),
             int(trace.pod_mem[p]),
             int(trace.pod_num[p]),
             int(trace.pod_milli[p]),
             int(trace.pod_model_mask[p]),
         )
-        pods[key] = pods.get(key, 0) + 1
-    nodes: dict[tuple[int, int, int, int], int] = {}
+        pods[pkey] = pods.get(pkey, 0) + 1
+    nodes: dict[NodeShape, int] = {}
     for n in range(trace.n_nodes):
-        key = (
+        nkey = (
             int(trace.node_cpu[n]),
             int(trace.node_mem[n]),
             int(trace.node_gpus[n]),
             int(trace.node_model[n]),
         )
-        nodes[key] = nodes.get(key, 0) + 1
+        nodes[nkey] = nodes.get(nkey, 0) + 1
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        value, status, n_vars = pool.submit(_solve_lp, pods, nodes, dff_orders).result()
+    return BoundResult(
+        gpu_milli=value,
+        alloc_pct=100.0 * value / trace.total_gpu_milli,
+        n_pod_shapes=len(pods),
+        n_node_shapes=len(nodes),
+        n_vars=n_vars,
+        seconds=time.perf_counter() - t0,
+        status=status,
+    )
+
+
+def _solve_lp(
+    pods: dict[PodShape, int], nodes: dict[NodeShape, int], dff_orders: tuple[int, ...]
+) -> tuple[float, str, int]:
+    """Build and solve the aggregated LP with pulp + HiGHS (in the child process)."""
+    import pulp
 
     prob = pulp.LpProblem("fgd_offline_bound", pulp.LpMaximize)
     x: dict[tuple[int, int], pulp.LpVariable] = {}
@@ -89,9 +119,7 @@ def lp_bound(trace: Trace, workload: Workload, dff_orders: tuple[int, ...] = DFF
             if num > 0 and not (mask >> model) & 1:
                 continue
             x[i, j] = pulp.LpVariable(f"x_{i}_{j}", lowBound=0)
-    prob += pulp.lpSum(
-        pod_keys[i][2] * pod_keys[i][3] * v for (i, _j), v in x.items()
-    )
+    prob += pulp.lpSum(pod_keys[i][2] * pod_keys[i][3] * v for (i, _j), v in x.items())
     by_pod: dict[int, list[pulp.LpVariable]] = {}
     by_node: dict[int, list[tuple[int, pulp.LpVariable]]] = {}
     for (i, j), v in x.items():
@@ -102,13 +130,20 @@ def lp_bound(trace: Trace, workload: Workload, dff_orders: tuple[int, ...] = DFF
     for j, items in by_node.items():
         ncpu, nmem, ngpu, _model = node_keys[j]
         count = nodes[node_keys[j]]
-        prob += pulp.lpSum(pod_keys[i][0] * v for i, v in items) <= ncpu * count, f"cpu_{j}"
-        prob += pulp.lpSum(pod_keys[i][1] * v for i, v in items) <= nmem * count, f"mem_{j}"
+        prob += (
+            pulp.lpSum(pod_keys[i][0] * v for i, v in items) <= ncpu * count,
+            f"cpu_{j}",
+        )
+        prob += (
+            pulp.lpSum(pod_keys[i][1] * v for i, v in items) <= nmem * count,
+            f"mem_{j}",
+        )
         gpu_items = [(i, v) for i, v in items if pod_keys[i][2] > 0]
         prob += (
             pulp.lpSum(pod_keys[i][2] * pod_keys[i][3] * v for i, v in gpu_items)
-            <= CARD_MILLI * ngpu * count
-        ), f"gpu_{j}"
+            <= CARD_MILLI * ngpu * count,
+            f"gpu_{j}",
+        )
         for k in dff_orders:
             terms = []
             for i, v in gpu_items:
@@ -117,15 +152,5 @@ def lp_bound(trace: Trace, workload: Workload, dff_orders: tuple[int, ...] = DFF
                     terms.append(float(u) * v)
             if terms:
                 prob += pulp.lpSum(terms) <= ngpu * count, f"card_dff{k}_{j}"
-    solver = pulp.HiGHS(msg=False)
-    prob.solve(solver)
-    value = float(pulp.value(prob.objective) or 0.0)
-    return BoundResult(
-        gpu_milli=value,
-        alloc_pct=100.0 * value / trace.total_gpu_milli,
-        n_pod_shapes=len(pods),
-        n_node_shapes=len(nodes),
-        n_vars=len(x),
-        seconds=time.perf_counter() - t0,
-        status=pulp.LpStatus[prob.status],
-    )
+    prob.solve(pulp.HiGHS(msg=False))
+    return float(pulp.value(prob.objective) or 0.0), pulp.LpStatus[prob.status], len(x)

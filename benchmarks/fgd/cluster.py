@@ -78,17 +78,21 @@ class ClusterState:
         :mod:`benchmarks.fgd.feasible`, which shares no code with it.
         """
         t = self.trace
-        ok = (self.cpu_left >= t.pod_cpu[pod]) & (self.mem_left >= t.pod_mem[pod])
+        ok: NDArray[np.bool_] = (self.cpu_left >= t.pod_cpu[pod]) & (
+            self.mem_left >= t.pod_mem[pod]
+        )
         num = int(t.pod_num[pod])
         if num == 0:
             return ok
         milli = int(t.pod_milli[pod])
         ok &= (self.model_bit & int(t.pod_model_mask[pod])) != 0
         if num == 1:
-            return ok & (self.max_left >= milli)
-        if milli == CARD_MILLI:
-            return ok & (self.free_cards >= num)
-        return ok & ((self.cards >= milli).sum(axis=1) >= num)
+            ok &= self.max_left >= milli
+        elif milli == CARD_MILLI:
+            ok &= self.free_cards >= num
+        else:
+            ok &= (self.cards >= milli).sum(axis=1) >= num
+        return ok
 
     def apply(self, pod: int, d: Decision, arrival: int = -1) -> None:
         """Commit a placement (the caller has validated it)."""

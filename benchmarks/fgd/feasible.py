@@ -68,7 +68,7 @@ class Ledger:
         return None
 
     def commit(self, pod: int, node: int, cards: Iterable[int]) -> None:
-        """Check, then book the placement; raise :class:`Infeasible` if it breaks a rule."""
+        """Check, then book the placement; :class:`Infeasible` if it breaks a rule."""
         cards = list(cards)
         reason = self.why_not(pod, node, cards)
         if reason is not None:
@@ -87,7 +87,7 @@ class Ledger:
 
 
 def audit(trace: Trace, placements: Iterable[tuple[int, int, Iterable[int]]]) -> Ledger:
-    """Replay (pod, node, cards) placements from an empty cluster; raise on any breach."""
+    """Replay (pod, node, cards) placements on an empty cluster; raise on a breach."""
     ledger = Ledger(trace)
     for pod, node, cards in placements:
         ledger.commit(pod, node, cards)

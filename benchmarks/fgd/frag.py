@@ -50,7 +50,7 @@ class TypicalPods:
 
     @functools.cached_property
     def levels(self) -> IntArray:
-        """Distinct per-card milli of the GPU typical pods (a hosting threshold each)."""
+        """Distinct per-card milli of the GPU typical pods (hosting thresholds)."""
         lv = np.unique(self.milli[self.milli > 0])
         return lv if len(lv) else np.array([1], dtype=np.int64)
 
@@ -123,7 +123,7 @@ def frag_amount(
 def _distinct_states(
     cpu_left: IntArray, cards: IntArray, model_bit: IntArray
 ) -> tuple[IntArray, IntArray]:
-    """One representative row per distinct (cpu, model, card multiset), and the map back.
+    """One row per distinct (cpu, model, card multiset), and the map back.
 
     Rows are packed into two int64 keys (11 bits per card value, 4 cards
     each, plus CPU or model) so that only 1-D ``np.unique`` calls are needed,
@@ -135,7 +135,9 @@ def _distinct_states(
     hi = (srt[:, 4:] << shifts).sum(axis=1) | (model_bit << 44)
     _, ia = np.unique(lo, return_inverse=True)
     _, ib = np.unique(hi, return_inverse=True)
-    _, rep, inverse = np.unique(ia * (int(ib.max()) + 1) + ib, return_index=True, return_inverse=True)
+    _, rep, inverse = np.unique(
+        ia * (int(ib.max()) + 1) + ib, return_index=True, return_inverse=True
+    )
     return rep, inverse.reshape(-1)
 
 

@@ -105,7 +105,9 @@ def replay(
         got = policy.decide(state, pods)
         window_seconds.append(time.perf_counter() - t0)
         if len(got) != len(pods):
-            raise RuntimeError(f"{policy.name} returned {len(got)} decisions for {len(pods)}")
+            raise RuntimeError(
+                f"{policy.name} returned {len(got)} decisions for {len(pods)}"
+            )
         for k, (pod, d) in enumerate(zip(pods, got, strict=True)):
             i = start + k
             acc += trace.pod_gpu_milli(pod)

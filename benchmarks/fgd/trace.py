@@ -121,7 +121,9 @@ def load_trace(name: str = "default", shared: Path | None = None) -> Trace:
     """
     base = data_dir(shared)
     nodes = sorted(_read_csv(base / _NODE_FILE), key=lambda r: r["sn"])
-    pods = sorted(_read_csv(base / f"openb_pod_list_{name}.csv"), key=lambda r: r["name"])
+    pods = sorted(
+        _read_csv(base / f"openb_pod_list_{name}.csv"), key=lambda r: r["name"]
+    )
     models = tuple(sorted({r["model"] for r in nodes}))
     model_ix = {m: i for i, m in enumerate(models)}
     all_models = (1 << len(models)) - 1
@@ -165,7 +167,10 @@ def pod_manifest(trace: Trace, pod: int, name: str | None = None) -> dict[str, A
         ann["alibabacloud.com/gpu-count"] = str(int(trace.pod_num[pod]))
         if trace.pod_spec[pod]:
             ann["alibabacloud.com/gpu-card-model"] = trace.pod_spec[pod]
-    req = {"cpu": f"{int(trace.pod_cpu[pod])}m", "memory": f"{int(trace.pod_mem[pod])}Mi"}
+    req = {
+        "cpu": f"{int(trace.pod_cpu[pod])}m",
+        "memory": f"{int(trace.pod_mem[pod])}Mi",
+    }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -182,7 +187,9 @@ def pod_manifest(trace: Trace, pod: int, name: str | None = None) -> dict[str, A
     }
 
 
-def resource_claim(trace: Trace, pod: int, name: str | None = None) -> dict[str, Any] | None:
+def resource_claim(
+    trace: Trace, pod: int, name: str | None = None
+) -> dict[str, Any] | None:
     """The same GPU request as a DRA ResourceClaim (None for CPU-only pods)."""
     num = int(trace.pod_num[pod])
     if num == 0:
@@ -192,15 +199,26 @@ def resource_claim(trace: Trace, pod: int, name: str | None = None) -> dict[str,
     if trace.pod_spec[pod]:
         models = ", ".join(f'"{m}"' for m in trace.pod_spec[pod].split("|"))
         exact["selectors"] = [
-            {"cel": {"expression": f"device.attributes['{_DEVICE_CLASS}'].model in [{models}]"}}
+            {
+                "cel": {
+                    "expression": (
+                        f"device.attributes['{_DEVICE_CLASS}'].model in [{models}]"
+                    )
+                }
+            }
         ]
     # Whole cards are requested as their full capacity, so no other claim can
     # share them; a sharing pod asks for a slice of one card's capacity.
-    exact["capacity"] = {"requests": {"milli": str(milli if milli < CARD_MILLI else CARD_MILLI)}}
+    exact["capacity"] = {
+        "requests": {"milli": str(milli if milli < CARD_MILLI else CARD_MILLI)}
+    }
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
-        "metadata": {"name": f"{name or trace.pod_names[pod]}-gpu", "namespace": "paib-gpu"},
+        "metadata": {
+            "name": f"{name or trace.pod_names[pod]}-gpu",
+            "namespace": "paib-gpu",
+        },
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exact}]}},
     }
 
@@ -224,7 +242,11 @@ def node_resource_slice(trace: Trace, node: int) -> dict[str, Any]:
         "spec": {
             "nodeName": trace.node_names[node],
             "driver": _DEVICE_CLASS,
-            "pool": {"name": trace.node_names[node], "generation": 1, "resourceSliceCount": 1},
+            "pool": {
+                "name": trace.node_names[node],
+                "generation": 1,
+                "resourceSliceCount": 1,
+            },
             "devices": devices,
         },
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from benchmarks.fgd.cluster import ClusterState, Decision
@@ -26,11 +26,11 @@ class Policy(Protocol):
         ...
 
 
-def first_cards(row: Sequence[int] | object, num: int, milli: int) -> tuple[int, ...]:
+def first_cards(row: Iterable[int], num: int, milli: int) -> tuple[int, ...]:
     """The first ``num`` cards by index with ``milli`` left (Open-Gpu-Share's
     exclusive allocation; for whole-GPU pods these are the first free cards)."""
     out: list[int] = []
-    for c, left in enumerate(row):  # type: ignore[call-overload]
+    for c, left in enumerate(row):
         if left >= milli:
             out.append(c)
             if len(out) == num:
@@ -38,10 +38,10 @@ def first_cards(row: Sequence[int] | object, num: int, milli: int) -> tuple[int,
     raise ValueError("not enough cards; the node should have been filtered out")
 
 
-def tightest_card(row: Sequence[int] | object, milli: int) -> int:
+def tightest_card(row: Iterable[int], milli: int) -> int:
     """The card with the least milli left that still fits; lowest index on ties."""
     best, best_left = -1, 1 << 62
-    for c, left in enumerate(row):  # type: ignore[call-overload]
+    for c, left in enumerate(row):
         if milli <= left < best_left:
             best, best_left = c, int(left)
     if best < 0:

@@ -46,7 +46,11 @@ class BestFit:
         ok = state.feasible_nodes(pod)
         if not ok.any():
             return None
-        cpu, num, milli = int(t.pod_cpu[pod]), int(t.pod_num[pod]), int(t.pod_milli[pod])
+        cpu, num, milli = (
+            int(t.pod_cpu[pod]),
+            int(t.pod_num[pod]),
+            int(t.pod_milli[pod]),
+        )
         s = (state.cpu_left - cpu) / _MAX_SPEC_CPU * 0.5
         s = s + (state.gpu_left - num * milli) / _MAX_SPEC_GPU * 0.5
         score = ((1.0 - s) * 100.0).astype(np.int64)

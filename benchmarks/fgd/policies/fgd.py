@@ -60,14 +60,20 @@ class FragCache:
         if len(state.changed) > self._seen:
             nodes = np.unique(np.array(state.changed[self._seen :], dtype=np.int64))
             self.value[nodes] = frag_amount(
-                self.tp, state.cpu_left[nodes], state.cards[nodes], state.model_bit[nodes]
+                self.tp,
+                state.cpu_left[nodes],
+                state.cards[nodes],
+                state.model_bit[nodes],
             )
             self._seen = len(state.changed)
         return self.value
 
 
 def sharing_options(
-    tp: TypicalPods, state: ClusterState, f_before: NDArray[np.float64], pod: int,
+    tp: TypicalPods,
+    state: ClusterState,
+    f_before: NDArray[np.float64],
+    pod: int,
     nodes: IntArray,
 ) -> tuple[IntArray, IntArray, IntArray]:
     """FGD's integer score of a sharing pod on every card of ``nodes`` that fits.
@@ -97,7 +103,10 @@ def sharing_options(
 
 
 def fgd_scores(
-    tp: TypicalPods, state: ClusterState, f_before: NDArray[np.float64], pod: int,
+    tp: TypicalPods,
+    state: ClusterState,
+    f_before: NDArray[np.float64],
+    pod: int,
     nodes: IntArray,
 ) -> tuple[IntArray, IntArray]:
     """FGD's integer score and chosen card for each node in ``nodes``.
@@ -132,7 +141,9 @@ class FGD:
     name = "fgd"
     window = 1
 
-    def __init__(self, trace: Trace, workload: Workload, tp: TypicalPods | None = None) -> None:
+    def __init__(
+        self, trace: Trace, workload: Workload, tp: TypicalPods | None = None
+    ) -> None:
         self.tp = tp if tp is not None else typical_pods(trace)
         self._tie = workload.tie_key
         self._span = int(workload.tie_key.max()) + 1

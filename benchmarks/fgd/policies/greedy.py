@@ -38,7 +38,8 @@ CPU_PER_GPU = 12  # milli-CPU per milli-GPU the stranding term protects
 
 def stranding(gpu_left: IntArray, cpu_left: IntArray, rho: int) -> IntArray:
     """milli-CPU missing for the idle GPU of each node (0 when CPU suffices)."""
-    return np.maximum(0, rho * gpu_left - cpu_left)
+    out: IntArray = np.maximum(0, rho * gpu_left - cpu_left)
+    return out
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,12 @@ class Options:
 
 
 def pod_options(
-    tp: TypicalPods, state: ClusterState, f_before: NDArray[np.float64], pod: int,
-    tie: IntArray, rho: int,
+    tp: TypicalPods,
+    state: ClusterState,
+    f_before: NDArray[np.float64],
+    pod: int,
+    tie: IntArray,
+    rho: int,
 ) -> Options:
     """All feasible options of ``pod`` on the current state, scored."""
     t = state.trace
@@ -86,7 +91,10 @@ class StrandAwareFGD:
     window = 1
 
     def __init__(
-        self, trace: Trace, workload: Workload, rho: int = CPU_PER_GPU,
+        self,
+        trace: Trace,
+        workload: Workload,
+        rho: int = CPU_PER_GPU,
         tp: TypicalPods | None = None,
     ) -> None:
         self.tp = tp if tp is not None else typical_pods(trace)
@@ -100,17 +108,23 @@ class StrandAwareFGD:
         return self._cache.refresh(state)
 
     def place(self, state: ClusterState, pod: int) -> Decision | None:
-        opts = pod_options(self.tp, state, self.f_before(state), pod, self._tie, self.rho)
+        opts = pod_options(
+            self.tp, state, self.f_before(state), pod, self._tie, self.rho
+        )
         if len(opts.node) == 0:
             return None
         i = int(np.argmax(opts.key))  # first max: lowest card on a node's ties
         return to_decision(state, pod, int(opts.node[i]), int(opts.card[i]))
 
     def decide(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
-        return [self.place(state, int(p)) for p in pods] if len(pods) == 1 else self._seq(state, pods)
+        return (
+            [self.place(state, int(p)) for p in pods]
+            if len(pods) == 1
+            else self._seq(state, pods)
+        )
 
     def _seq(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
-        """Several arrivals in order on a scratch copy (decisions stay valid in order)."""
+        """Several arrivals in order on a scratch copy (valid in that order)."""
         scratch = state.copy()
         self._cache = None
         out: list[Decision | None] = []

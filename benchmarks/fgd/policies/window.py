@@ -40,13 +40,20 @@ from ortools.sat.python import cp_model
 
 from benchmarks.fgd.cluster import ClusterState, Decision
 from benchmarks.fgd.frag import TypicalPods
-from benchmarks.fgd.policies.greedy import CPU_PER_GPU, Options, StrandAwareFGD, pod_options
+from benchmarks.fgd.policies.greedy import (
+    CPU_PER_GPU,
+    Options,
+    StrandAwareFGD,
+    pod_options,
+)
 from benchmarks.fgd.protocol import Workload
 from benchmarks.fgd.trace import CARD_MILLI, Trace
 
 __all__ = ["WindowParams", "WindowPolicy", "WindowStats"]
 
-SCORE_WEIGHT = 1 << 10  # one FGD score point outweighs a node's stranding (0.1-core units)
+SCORE_WEIGHT = (
+    1 << 10
+)  # one FGD score point outweighs a node's stranding (0.1-core units)
 STRAND_UNIT = 100  # stranding is counted in 0.1 cores: small coefficients, tight LP
 
 
@@ -103,7 +110,10 @@ class WindowPolicy:
     name = "window"
 
     def __init__(
-        self, trace: Trace, workload: Workload, params: WindowParams | None = None,
+        self,
+        trace: Trace,
+        workload: Workload,
+        params: WindowParams | None = None,
         tp: TypicalPods | None = None,
     ) -> None:
         self.params = params or WindowParams()
@@ -121,15 +131,27 @@ class WindowPolicy:
         hint = self.greedy._seq(state, pods)  # phase 1
         f_before = self.greedy.f_before(state)
         n_hint = sum(d is not None for d in hint)
-        opts = [pod_options(self.tp, state, f_before, p, self._tie, self.params.rho) for p in pods]
+        opts = [
+            pod_options(self.tp, state, f_before, p, self._tie, self.params.rho)
+            for p in pods
+        ]
         if all(len(o.node) == 0 for o in opts):
             self._account(t0, [], "EMPTY")
             return [None] * len(pods)
-        k = self.params.candidates if n_hint == len(pods) else max(self.params.candidates, len(pods))
-        keep = [_top_nodes(o, k, None if d is None else d.node) for o, d in zip(opts, hint, strict=True)]
+        k = (
+            self.params.candidates
+            if n_hint == len(pods)
+            else max(self.params.candidates, len(pods))
+        )
+        keep = [
+            _top_nodes(o, k, None if d is None else d.node)
+            for o, d in zip(opts, hint, strict=True)
+        ]
         mdl = self._build(state, pods, opts, keep)  # phase 3
         self._set_hint(mdl, state, pods, hint)
-        out, status = self._solve(mdl, state, pods, all_placed=n_hint == len(pods))  # phase 4
+        out, status = self._solve(
+            mdl, state, pods, all_placed=n_hint == len(pods)
+        )  # phase 4
         if out is None:
             self._account(t0, mdl.opt_var, "FALLBACK")
             return hint
@@ -150,7 +172,11 @@ class WindowPolicy:
         st.seconds.append(time.perf_counter() - t0)
 
     def _build(
-        self, state: ClusterState, pods: list[int], opts: list[Options], keep: list[np.ndarray]
+        self,
+        state: ClusterState,
+        pods: list[int],
+        opts: list[Options],
+        keep: list[np.ndarray],
     ) -> _Model:
         """Variables, per-node/per-card rows and the two objective expressions."""
         t = state.trace
@@ -185,23 +211,39 @@ class WindowPolicy:
             gpu = [t.pod_gpu_milli(pods[opt_pod[q]]) * opt_var[q] for q in ix]
             m.add(sum(cpu) <= int(state.cpu_left[n]))
             m.add(sum(mem) <= int(state.mem_left[n]))
-            self._cards(m, state, pods, n, ix, opt_pod, opt_card, opt_var, free_card_var)
+            self._cards(
+                m, state, pods, n, ix, opt_pod, opt_card, opt_var, free_card_var
+            )
             g0, c0 = int(state.gpu_left[n]), int(state.cpu_left[n])
             st = m.new_int_var(0, max(0, rho * g0) // STRAND_UNIT + 1, f"N{n}_strand")
             m.add(STRAND_UNIT * st >= rho * (g0 - sum(gpu)) - (c0 - sum(cpu)))
             strand_vars.append(st)
-        gpu_placed = sum(t.pod_gpu_milli(p) * e for p, e in zip(pods, placed, strict=True))
+        gpu_placed = sum(
+            t.pod_gpu_milli(p) * e for p, e in zip(pods, placed, strict=True)
+        )
         return _Model(
-            m=m, opt_pod=opt_pod, opt_node=opt_node, opt_card=opt_card, opt_var=opt_var,
-            placed=placed, free_card_var=free_card_var,
-            gpu_placed=gpu_placed, count_placed=sum(placed),
+            m=m,
+            opt_pod=opt_pod,
+            opt_node=opt_node,
+            opt_card=opt_card,
+            opt_var=opt_var,
+            placed=placed,
+            free_card_var=free_card_var,
+            gpu_placed=gpu_placed,
+            count_placed=sum(placed),
             secondary=SCORE_WEIGHT * sum(score_terms) - sum(strand_vars),
         )
 
     @staticmethod
     def _cards(
-        m: cp_model.CpModel, state: ClusterState, pods: list[int], n: int, ix: list[int],
-        opt_pod: list[int], opt_card: list[int], opt_var: list[cp_model.IntVar],
+        m: cp_model.CpModel,
+        state: ClusterState,
+        pods: list[int],
+        n: int,
+        ix: list[int],
+        opt_pod: list[int],
+        opt_card: list[int],
+        opt_var: list[cp_model.IntVar],
         free_card_var: dict[tuple[int, int], cp_model.IntVar],
     ) -> None:
         """Per-card capacity; whole-GPU pods claim free cards via Booleans."""
@@ -222,14 +264,19 @@ class WindowPolicy:
                 == sum(int(t.pod_num[pods[opt_pod[q]]]) * opt_var[q] for q in whole)
             )
         for c in set(share) | set(claim):
-            load = [int(t.pod_milli[pods[opt_pod[q]]]) * opt_var[q] for q in share.get(c, [])]
+            load = [
+                int(t.pod_milli[pods[opt_pod[q]]]) * opt_var[q]
+                for q in share.get(c, [])
+            ]
             if c in claim:
                 load.append(CARD_MILLI * claim[c])
             if len(load) > 1:
                 m.add(sum(load) <= int(row[c]))
 
     @staticmethod
-    def _set_hint(mdl: _Model, state: ClusterState, pods: list[int], hint: list[Decision | None]) -> None:
+    def _set_hint(
+        mdl: _Model, state: ClusterState, pods: list[int], hint: list[Decision | None]
+    ) -> None:
         want: set[tuple[int, int, int]] = set()
         claims: set[tuple[int, int]] = set()
         for i, d in enumerate(hint):
@@ -240,16 +287,23 @@ class WindowPolicy:
             if not sharing:
                 claims.update((d.node, c) for c in d.cards)
         for q, v in enumerate(mdl.opt_var):
-            mdl.m.add_hint(v, (mdl.opt_pod[q], mdl.opt_node[q], mdl.opt_card[q]) in want)
+            mdl.m.add_hint(
+                v, (mdl.opt_pod[q], mdl.opt_node[q], mdl.opt_card[q]) in want
+            )
         for key, v in mdl.free_card_var.items():
             mdl.m.add_hint(v, key in claims)
 
     def _solver(self) -> cp_model.CpSolver:
         s = cp_model.CpSolver()
         s.parameters.max_deterministic_time = self.params.time_limit
-        s.parameters.max_time_in_seconds = 10.0 * self.params.time_limit + 5.0  # safety net
+        s.parameters.max_time_in_seconds = (
+            10.0 * self.params.time_limit + 5.0
+        )  # safety net
         s.parameters.num_workers = self.params.num_workers
         s.parameters.random_seed = self.params.seed
+        # Full LP relaxation: these small assignment models are then mostly
+        # proved optimal in a few hundredths of deterministic time.
+        s.parameters.linearization_level = 2
         return s
 
     def _solve(
