@@ -280,8 +280,9 @@ def _fits_quota(q: Queue, queues: list[Queue], cohort: str | None, f: str,
     the quota tree still satisfies kueue-semantics §9's linear form (queues
     within nominal plus borrowingLimit, the cohort within what the queues'
     lendingLimits share).  Plans from inconsistent states are judged
-    differently by the validator and by Kueue (see the report in
-    test_cpsat_properties), so the properties stay on consistent ones."""
+    differently by the validator and by Kueue (test_cpsat_properties::
+    test_validator_accepts_admission_inside_private_quota), so the
+    properties stay on consistent ones."""
     for r, add in (("cpu", cpu), (GPU, gpu)):
         fr = (f, r)
         used = {x.name: x.used.get(fr, 0) + (add if x is q else 0) for x in queues}
