@@ -1,0 +1,246 @@
+"""placewise bench: metrics on hand-made plans, failure reporting, a tiny run."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.cli import main
+from benchmarks.harness import metrics
+from benchmarks.harness.matrix import Instance, Task, build_tasks
+from benchmarks.harness.report import ReportInputs, write_report
+from benchmarks.harness.runner import RunResult, _check, run_task
+from benchmarks.harness.simulate import SimJob
+from benchmarks.harness.trace import TraceJob, published_curves, read_curves
+from models.plan import Plan, PlanAdmission, PlanPending, PlanPreemption, SolverInfo
+from models.snapshot import Snapshot
+from models.validate import validate
+from models.workload import PodSetAssignment, TopologyAssignment, TopologyDomain
+from tests.solver.test_baselines import HOST, RACK, cluster, pod, snap, workload
+
+SOLVER = SolverInfo(name="hand", status="FEASIBLE")
+
+
+def running(name: str, hosts: dict[str, int], gpus: int, priority: int = 0) -> str:
+    """A running TAS workload of ``gpus``-GPU pods on the given hosts."""
+    count = sum(hosts.values())
+    domains = "".join(
+        f"        - {{values: [{h}], count: {n}}}\n" for h, n in hosts.items()
+    )
+    return (
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n"
+        f"metadata: {{name: {name}, namespace: team, "
+        "creationTimestamp: '2025-12-31T00:00:00Z'}\n"
+        f"spec:\n  queueName: q\n  priority: {priority}\n  podSets:\n"
+        f"  - name: main\n    count: {count}\n    template:\n      spec:\n"
+        "        containers:\n        - name: c\n          resources:\n"
+        f"            requests: {{cpu: '1', nvidia.com/gpu: '{gpus}'}}\n"
+        "status:\n  admission:\n    clusterQueue: cq\n    podSetAssignments:\n"
+        f"    - name: main\n      count: {count}\n"
+        "      flavors: {cpu: gpu, nvidia.com/gpu: gpu}\n"
+        f"      resourceUsage: {{cpu: '{count}', nvidia.com/gpu: '{gpus * count}'}}\n"
+        f"      topologyAssignment:\n        levels: [{HOST}]\n        domains:\n"
+        f"{domains}"
+        "  conditions:\n  - {type: QuotaReserved, status: 'True', reason: R, "
+        "lastTransitionTime: '2025-12-31T00:00:01Z'}\n"
+    )
+
+
+def admit(key: str, count: int, gpus: int, hosts: dict[str, int]) -> PlanAdmission:
+    return PlanAdmission(
+        workload=key,
+        cluster_queue="cq",
+        pod_set_assignments=(PodSetAssignment(
+            name="main",
+            flavors={"cpu": "gpu", "nvidia.com/gpu": "gpu"},
+            resource_usage={"cpu": 1000 * count, "nvidia.com/gpu": gpus * count},
+            count=count,
+            topology_assignment=TopologyAssignment(
+                levels=(HOST,),
+                domains=tuple(TopologyDomain(values=(h,), count=n)
+                              for h, n in hosts.items()),
+            ),
+        ),),
+    )
+
+
+@pytest.fixture
+def four_hosts() -> Snapshot:
+    """Racks r1 = a1, a2 and r2 = b1, b2 (8 GPUs each); a1 has a 3-GPU pod;
+    a low-priority 2 x 4-GPU workload runs on b1; three pending workloads."""
+    return snap(
+        *cluster({"r1": ["a1", "a2"], "r2": ["b1", "b2"]}),
+        pod("inference", "a1", gpus=3),
+        running("old", {"b1": 2}, gpus=4, priority=0),
+        workload("gang", 2, 4, priority=100, topology=f"preferred: {RACK}"),
+        workload("solo", 1, 2, priority=10),
+        workload("huge", 4, 8, priority=10),
+    )
+
+
+def test_metrics_of_a_hand_made_plan(four_hosts):
+    """The gang spans both racks (preferred, not required), the solo job
+    lands beside the inference pod; the running workload is preempted."""
+    plan = Plan(
+        solver=SOLVER,
+        admissions=(
+            admit("team/gang", 2, 4, {"a2": 1, "b2": 1}),
+            admit("team/solo", 1, 2, {"a1": 1}),
+        ),
+        preemptions=(PlanPreemption(
+            workload="team/old", preemptor="team/gang", reason="InClusterQueue"),),
+        pending=(PlanPending(workload="team/huge", reason="no room"),),
+    )
+    m = metrics.compute(four_hosts, plan)
+    assert m.admitted_workloads == 2
+    assert m.admitted_gpus == 10
+    assert (m.preemptions, m.preempted_gpus) == (1, 8)
+    assert m.net_gpus == 2
+    assert (m.gpus_running_before, m.gpus_after) == (8, 10)
+    assert m.tier_demand == ((100, 8), (10, 2), (0, -8))
+    # In use: 3 (pod) + 4 (a2) + 4 (b2) + 2 (a1); b1 is empty again.
+    assert (m.gpu_capacity, m.gpu_in_use) == (32, 13)
+    assert m.gpu_alloc_pct == pytest.approx(100 * 13 / 32)
+    # Free: a1 3, a2 4, b1 8, b2 4 — each fits a 2-, 4- or 8-GPU pod.
+    assert m.stranded_gpus == 0
+    assert (m.topology_gangs, m.gangs_in_domain) == (1, 0)
+    assert m.domains_per_gang == 2.0
+
+
+def test_stranded_gpus_are_free_gpus_no_pending_shape_fits(four_hosts):
+    """With 7 of 8 GPUs used on a1 and a2 (one pending shape needs 2 GPUs),
+    their single free GPUs are stranded; whole free hosts are not."""
+    plan = Plan(
+        solver=SOLVER,
+        admissions=(admit("team/gang", 2, 4, {"a1": 1, "a2": 1}),),
+        pending=(PlanPending(workload="team/solo", reason="x"),
+                 PlanPending(workload="team/huge", reason="x")),
+    )
+    m = metrics.compute(four_hosts, plan)
+    # a1: 3 + 4 used -> 1 free (stranded); a2: 4 used -> 4 free (a 2-GPU pod fits).
+    assert m.stranded_gpus == 1
+    assert (m.topology_gangs, m.gangs_in_domain, m.domains_per_gang) == (1, 1, 1.0)
+
+
+def test_held_pods_count_as_used_and_as_partial_gangs(four_hosts):
+    plan = Plan(solver=SOLVER, pending=tuple(
+        PlanPending(workload=w.key, reason="x") for w in four_hosts.pending
+    ))
+    held = [metrics.Held("team/huge", 2, 4, 16, {"a2": {"nvidia.com/gpu": 8},
+                                                 "b2": {"nvidia.com/gpu": 8}})]
+    m = metrics.compute(four_hosts, plan, held)
+    assert (m.partial_gangs, m.partial_gpus) == (1, 16)
+    assert m.gpu_in_use == 3 + 8 + 16
+
+
+def test_tier_vectors_compare_lexicographically():
+    high_first = ((100, 8), (10, -50))
+    more_low = ((100, 0), (10, 64))
+    assert metrics.compare_tiers(high_first, more_low) == 1
+    assert metrics.compare_tiers(more_low, high_first) == -1
+    assert metrics.compare_tiers(more_low, more_low) == 0
+
+
+def test_an_invalid_plan_is_a_failed_run(four_hosts):
+    """A plan that forgets a pending workload is reported, not dropped."""
+    plan = Plan(solver=SOLVER, admissions=(admit("team/solo", 1, 2, {"a1": 1}),))
+    assert validate(four_hosts, plan)
+    res = RunResult(family="hand", instance="hand", seed=1, solver="broken")
+    _check(four_hosts, plan, [], res)
+    assert not res.ok
+    assert "validator" in (res.error or "")
+    assert res.n_violations == len(res.violations) == 2
+    assert res.metrics is not None and res.metrics.admitted_gpus == 2
+
+
+def test_failed_runs_are_listed_in_the_report(tmp_path, four_hosts):
+    plan = Plan(solver=SOLVER)
+    bad = RunResult(family="hand", instance="hand", seed=1, solver="kueue")
+    _check(four_hosts, plan, [], bad)
+    good = RunResult(family="hand", instance="hand", seed=1, solver="binpack-gang",
+                     ok=True, metrics=metrics.compute(four_hosts, Plan(
+                         solver=SOLVER, pending=tuple(
+                             PlanPending(workload=w.key, reason="x")
+                             for w in four_hosts.pending))))
+    write_report(tmp_path, ReportInputs([bad, good], "placewise bench", 1.0, {}))
+    text = (tmp_path / "summary.md").read_text()
+    assert "## Failed runs (1)" in text
+    assert "`kueue`: plan fails the validator" in text
+    rows = list(csv.DictReader((tmp_path / "runs.csv").open()))
+    assert {(r["solver"], r["ok"]) for r in rows} == {
+        ("kueue", "False"), ("binpack-gang", "True")}
+
+
+def test_a_worker_reports_exceptions_instead_of_raising():
+    task = Task(Instance("no-such-family", 1), "kueue", 1.0, 1, 60.0)
+    res = run_task(task)
+    assert not res.ok
+    assert res.error
+
+
+def test_matrix_orders_big_instances_first_and_rejects_unknown_names():
+    tasks = build_tasks(["default", "scale-300"], ["kueue"], [1, 2], 1.0, 1, 60.0)
+    assert [(t.instance.family, t.instance.seed, t.solver) for t in tasks][:2] == [
+        ("scale-300", 1, "kueue"), ("scale-300", 1, "limit")]
+    assert len(tasks) == 8
+    with pytest.raises(ValueError, match="unknown families"):
+        build_tasks(["nope"], ["kueue"], [1], 1.0, 1, 60.0)
+    with pytest.raises(ValueError, match="unknown solvers"):
+        build_tasks(["default"], ["magic"], [1], 1.0, 1, 60.0)
+
+
+def test_published_reference_and_curve_reader(tmp_path):
+    pub = published_curves("default")
+    assert pub["05-BestFit"][130] == pytest.approx(93.08, abs=0.01)
+    assert pub["06-FGD"][130] == pytest.approx(95.39, abs=0.01)
+    (tmp_path / "ours.csv").write_text(
+        "policy,seed,99,100,130\nplacewise,42,90,91,96\nplacewise,43,90,93,98\n"
+    )
+    assert read_curves(tmp_path) == {"placewise": {99: 90.0, 100: 92.0, 130: 97.0}}
+
+
+def test_trace_job_without_entry_point_says_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "benchmarks.fgd.cli", None)
+    res = TraceJob(out_dir=str(tmp_path / "trace"), quick=True).execute()
+    assert not res.available and not res.ok
+    assert "entry point" in (res.error or "")
+    assert "Not run" in "\n".join(res.markdown())
+
+
+def test_simulation_runs_arrivals_to_completion():
+    res = SimJob("default", 1, "kueue", 1.0, 1, pending=8).execute()
+    assert res.ok, res.error
+    assert res.arrivals == 8
+    assert 0 < res.finished <= res.started <= res.arrivals
+    assert all(d >= 0 for d in res.queue_delay_s)
+    assert all(j >= 300 for j in res.jct_s)  # nothing runs shorter than 5 min
+    assert all(0 <= u <= 100 for _, u in res.util)
+    assert res.solves >= 1
+
+
+def test_tiny_bench_writes_markdown_csv_and_plots(tmp_path):
+    out = tmp_path / "bench"
+    code = main([
+        "bench", "--families", "default", "--solvers",
+        "kueue,kube-default,binpack-gang,cpsat", "--time-limit", "2",
+        "--jobs", "2", "--no-trace", "--out", str(out),
+    ])
+    assert code == 0
+    rows = list(csv.DictReader((out / "runs.csv").open()))
+    assert {r["solver"] for r in rows} == {
+        "kueue", "kube-default", "binpack-gang", "cpsat", "limit"}
+    assert all(r["ok"] == "True" for r in rows), [r["error"] for r in rows]
+    by = {r["solver"]: r for r in rows}
+    assert float(by["limit"]["bound"]) >= float(by["cpsat"]["gpus_after"])
+    assert float(by["cpsat"]["peak_mib"]) > 0
+    text = (out / "summary.md").read_text()
+    assert "| default | 64 | 40 |" in text
+    assert Path(out / "plots" / "default.png").stat().st_size > 1000
+
+
+def test_bench_rejects_bad_options(tmp_path, capsys):
+    assert main(["bench", "--families", "nope", "--out", str(tmp_path)]) == 2
+    assert "unknown families" in capsys.readouterr().err
