@@ -13,14 +13,17 @@ an invalid plan ends that simulation with the failure reported.
 Reported per solver: queueing delay (arrival to first admission), job
 completion time (arrival to finish), GPU utilisation over time (GPUs bound
 to plain pods and running workloads over allocatable), preemptions, and the
-solver's time.  Durations are lognormal (median 30 min, sigma 0.75, clipped
-to 5 min .. 4 h); workloads already running at the start get a uniform
-remaining time of up to an hour.  Plain pods (inference, notebooks) stay for
-the whole run: they are the background load.
+solver's time.  Durations are either generated — lognormal, median 30 min,
+sigma 0.75, clipped to 5 min .. 4 h — or drawn from the Alibaba openb trace
+(``deletion_time - scheduled_time`` of its GPU pods, clipped to 1 min ..
+8 h; median about 10 min, with a long tail); workloads already running at
+the start get a uniform remaining time of up to an hour.  Plain pods
+(inference, notebooks) stay for the whole run: they are the background load.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import math
 import statistics
@@ -62,10 +65,12 @@ class SimJob:
     workers: int
     pending: int | None = None
     """Override of the family's pending count (more arrivals, longer run)."""
+    timing: str = "generated"
+    """``generated`` (lognormal) or ``trace`` (openb durations)."""
 
     @property
     def label(self) -> str:
-        return f"simulate {self.family} seed {self.seed} {self.solver}"
+        return f"simulate {self.family} seed {self.seed} {self.timing} {self.solver}"
 
     def execute(self) -> SimResult:
         try:
@@ -74,14 +79,19 @@ class SimJob:
             return self.failed(f"{type(exc).__name__}: {exc}")
 
     def failed(self, why: str) -> SimResult:
-        return SimResult(self.family, self.seed, self.solver, ok=False, error=why)
+        return SimResult(self.family, self.seed, self.solver, self.timing, ok=False,
+                         error=why)
 
 
 def sim_jobs(quick: bool, time_limit: float, workers: int) -> list[SimJob]:
-    """The default simulation: the ``default`` family with more arrivals."""
+    """The ``default`` family with more arrivals; the full bench also replays
+    it with the trace's durations."""
     pending = 60 if quick else 200
+    timings = ("generated",) if quick else ("generated", "trace")
     return [
-        SimJob("default", 1, s, time_limit, workers, pending) for s in SIM_SOLVERS
+        SimJob("default", 1, s, time_limit, workers, pending, timing)
+        for timing in timings
+        for s in SIM_SOLVERS
     ]
 
 
@@ -90,6 +100,7 @@ class SimResult:
     family: str
     seed: int
     solver: str
+    timing: str = "generated"
     ok: bool = True
     error: str | None = None
     arrivals: int = 0
@@ -108,9 +119,40 @@ class SimResult:
     """Time-weighted GPU utilisation over the simulated time."""
 
 
-def durations(keys: Sequence[str], rng: np.random.Generator) -> dict[str, float]:
+def durations(
+    keys: Sequence[str], rng: np.random.Generator, timing: str = "generated"
+) -> dict[str, float]:
+    """Seeded run time of each workload (seconds)."""
+    if timing == "trace":
+        pool = trace_durations()
+        raw = rng.choice(pool, size=len(keys))
+        return {k: float(d) for k, d in zip(keys, raw, strict=True)}
+    if timing != "generated":
+        raise ValueError(f"unknown timing {timing!r}; use generated or trace")
     raw = rng.lognormal(math.log(MEDIAN_S), SIGMA, size=len(keys))
     return {k: float(min(MAX_S, max(MIN_S, d))) for k, d in zip(keys, raw, strict=True)}
+
+
+TRACE_MIN_S, TRACE_MAX_S = 60.0, 8 * 3600.0
+
+
+def trace_durations(name: str = "default") -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Run times of the openb trace's GPU pods (deletion - scheduled), clipped."""
+    from benchmarks.fgd.trace import data_dir
+
+    path = data_dir() / f"openb_pod_list_{name}.csv"
+    out: list[float] = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if row["num_gpu"] in ("", "0") or not row["deletion_time"]:
+                continue
+            if not row["scheduled_time"]:
+                continue
+            d = float(int(row["deletion_time"]) - int(row["scheduled_time"]))
+            out.append(min(TRACE_MAX_S, max(TRACE_MIN_S, d)))
+    if not out:
+        raise ValueError(f"no GPU pod durations in {path}")
+    return np.asarray(out, dtype=np.float64)
 
 
 def _solve(job: SimJob, snap: Snapshot) -> Plan:
@@ -139,7 +181,7 @@ def simulate(job: SimJob) -> SimResult:
     arrival = {
         k: (w.creation_timestamp - t0).total_seconds() for k, w in queued.items()
     }
-    duration = durations(sorted(queued), rng)
+    duration = durations(sorted(queued), rng, job.timing)
     running: dict[str, Workload] = {w.key: w for w in base.running}
     ends: dict[str, float] = {
         k: float(rng.uniform(0, RUNNING_LEFT_S)) for k in sorted(running)
@@ -152,7 +194,8 @@ def simulate(job: SimJob) -> SimResult:
         duration[k] = ends[k]
     upcoming = sorted(arrival, key=lambda k: (arrival[k], k))
     waiting: dict[str, Workload] = {}
-    res = SimResult(job.family, job.seed, job.solver, arrivals=len(upcoming))
+    res = SimResult(job.family, job.seed, job.solver, job.timing,
+                    arrivals=len(upcoming))
     capacity = sum(gpus_of(n.allocatable) for n in base.nodes.values() if usable(n))
     background = 0
     for pod in base.pods.values():
@@ -292,32 +335,38 @@ class SimulationReport:
         r0 = self.results[0]
         out = [
             f"Instance: `{r0.family}` seed {r0.seed} with {r0.arrivals} arrivals "
-            f"(Poisson, from the generator's creation times); durations lognormal, "
-            f"median {MEDIAN_S / 60:.0f} min; solves on a {TICK_S:.0f} s grid "
-            "whenever something arrived or finished.",
+            "(Poisson, the generator's creation times). Durations: `generated` = "
+            f"lognormal, median {MEDIAN_S / 60:.0f} min; `trace` = run times of "
+            "the openb trace's GPU pods. Solves on a "
+            f"{TICK_S:.0f} s grid whenever something arrived or finished; every "
+            "plan is validated.",
             "",
-            "| solver | started | finished | queueing delay p50 / p95 (min) | "
-            "JCT p50 / p95 (min) | mean GPU util % | preemptions | solves | "
-            "solver time (s) | simulated (h) |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| durations | solver | started | finished | queueing delay p50 / p95 "
+            "(min) | JCT p50 / p95 (min) | mean GPU util % | preemptions | solves "
+            "| solver time (s) | simulated (h) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for r in self.results:
+        for r in sorted(self.results, key=lambda r: (r.timing, r.solver)):
             if not r.ok:
-                out.append(f"| {r.solver} | FAILED: {r.error} |||||||||")
+                out.append(f"| {r.timing} | {r.solver} | FAILED: {r.error} "
+                           "||||||||||")
                 continue
+            delay, jct = r.queue_delay_s, r.jct_s
             out.append(
-                f"| {r.solver} | {r.started} | {r.finished} | "
-                f"{_m(_pct(r.queue_delay_s, 50))} / {_m(_pct(r.queue_delay_s, 95))} | "
-                f"{_m(_pct(r.jct_s, 50))} / {_m(_pct(r.jct_s, 95))} | "
+                f"| {r.timing} | {r.solver} | {r.started} | {r.finished} | "
+                f"{_m(_pct(delay, 50))} / {_m(_pct(delay, 95))} | "
+                f"{_m(_pct(jct, 50))} / {_m(_pct(jct, 95))} | "
                 f"{r.mean_util_pct:.1f} | {r.preemptions} | {r.solves} | "
                 f"{r.solve_seconds:.1f} | {r.sim_seconds / 3600:.1f} |"
             )
         good = [r for r in self.results if r.ok and r.queue_delay_s]
-        if len(good) >= 2:
-            means = {r.solver: statistics.fmean(r.queue_delay_s) for r in good}
-            out += ["", "Mean queueing delay: " + ", ".join(
-                f"{s} {v / 60:.1f} min" for s, v in means.items()
-            ) + "."]
+        if good:
+            means = [
+                f"{r.solver} ({r.timing}) "
+                f"{statistics.fmean(r.queue_delay_s) / 60:.1f} min"
+                for r in sorted(good, key=lambda r: (r.timing, r.solver))
+            ]
+            out += ["", "Mean queueing delay: " + ", ".join(means) + "."]
         return out
 
     def plots(self, directory: Path) -> dict[str, Path]:
@@ -328,15 +377,20 @@ class SimulationReport:
 
         from benchmarks.harness.report import COLORS
 
-        good = [r for r in self.results if r.ok and r.util]
+        good = sorted(
+            (r for r in self.results if r.ok and r.util),
+            key=lambda r: (r.timing, r.solver),
+        )
         if not good:
             return {}
+        dash = {"generated": "-", "trace": ":"}
         out: dict[str, Path] = {}
         fig, ax = plt.subplots(figsize=(7, 3.5))
         for r in good:
             xs = [x / 3600 for x, _ in r.util]
             ys = [y for _, y in r.util]
-            ax.step(xs, ys, where="post", label=r.solver, color=COLORS.get(r.solver))
+            ax.step(xs, ys, where="post", label=f"{r.solver} ({r.timing})",
+                    color=COLORS.get(r.solver), linestyle=dash.get(r.timing, "-"))
         ax.set_xlabel("simulated time (h)")
         ax.set_ylabel("GPU utilisation %")
         ax.set_ylim(0, 100)
@@ -352,8 +406,8 @@ class SimulationReport:
             if r.queue_delay_s:
                 delays = np.sort(np.asarray(r.queue_delay_s)) / 60
                 share = np.arange(1, delays.size + 1) / delays.size
-                ax.step(delays, share, where="post", label=r.solver,
-                        color=COLORS.get(r.solver))
+                ax.step(delays, share, where="post", label=f"{r.solver} ({r.timing})",
+                        color=COLORS.get(r.solver), linestyle=dash.get(r.timing, "-"))
         ax.set_xlabel("queueing delay (min)")
         ax.set_ylabel("share of workloads")
         ax.grid(alpha=0.3)

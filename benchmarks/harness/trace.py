@@ -22,12 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PUBLISHED = (
-    Path(__file__).resolve().parents[3]
-    / "shared" / "data" / "fgd-sim-expected-results" / "analysis_allo_discrete.csv"
-)
-REFERENCE_POLICIES = ("05-BestFit", "06-FGD")
-"""Published curves drawn under ours (the best greedy and FGD)."""
+REFERENCE_POLICIES = {"bestfit": "05-BestFit", "fgd": "06-FGD"}
+"""Published curves drawn under ours (the best greedy and FGD), by the
+replay's policy name and the simulator's label."""
 QUICK_SEEDS = (42,)
 FULL_SEEDS = tuple(range(42, 52))
 """The simulator's seeds (performance-anchors §1.2)."""
@@ -36,21 +33,23 @@ Curve = dict[int, float]
 """arrived GPU demand (% of capacity) -> GPU allocation (% of capacity)."""
 
 
-def published_curves(trace: str, path: Path = PUBLISHED) -> dict[str, Curve]:
-    """Mean published curve per policy for one trace (e.g. ``default``)."""
-    if not path.exists():
-        return {}
-    rows: dict[str, list[Curve]] = defaultdict(list)
-    with path.open(newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            if row["workload"] != f"openb_pod_list_{trace}":
-                continue
-            curve = {int(k): float(v) for k, v in row.items() if k.isdigit() and v}
-            rows[row["sc_policy"]].append(curve)
+def _mean(curves: list[Curve]) -> Curve:
+    keys = set.intersection(*(set(c) for c in curves))
+    return {k: statistics.fmean(c[k] for c in curves) for k in sorted(keys)}
+
+
+def published_curves(trace: str) -> dict[str, Curve]:
+    """The published Best-Fit and FGD curves of one trace, mean over seeds."""
+    from benchmarks.fgd.published import load_published
+
     out: dict[str, Curve] = {}
-    for policy, curves in rows.items():
-        keys = set.intersection(*(set(c) for c in curves))
-        out[policy] = {k: statistics.fmean(c[k] for c in curves) for k in sorted(keys)}
+    for policy, label in REFERENCE_POLICIES.items():
+        try:
+            per_seed = load_published(policy, trace)
+        except OSError:
+            return {}
+        if per_seed:
+            out[label] = _mean(list(per_seed.values()))
     return out
 
 
@@ -81,11 +80,7 @@ def read_curves(directory: Path) -> dict[str, Curve]:
                     continue
                 if curve:
                     found[str(row[key])].append(curve)
-    out: dict[str, Curve] = {}
-    for policy, curves in found.items():
-        keys = set.intersection(*(set(c) for c in curves))
-        out[policy] = {k: statistics.fmean(c[k] for c in curves) for k in sorted(keys)}
-    return out
+    return {policy: _mean(curves) for policy, curves in found.items()}
 
 
 @dataclass(slots=True)
@@ -113,8 +108,7 @@ class TraceResult:
         else:
             out.append(f"`{cmd}` — {self.seconds:.0f} s.")
         out.append("")
-        rows = [(p, c, "published") for p, c in sorted(self.published.items())
-                if p in REFERENCE_POLICIES]
+        rows = [(p, c, "published") for p, c in sorted(self.published.items())]
         rows += [(p, c, "this run") for p, c in sorted(self.curves.items())]
         if rows:
             out += [
@@ -149,7 +143,7 @@ class TraceResult:
 
         fig, ax = plt.subplots(figsize=(6, 4))
         styles = {"05-BestFit": "#4c72b0", "06-FGD": "#55a868"}
-        for policy in REFERENCE_POLICIES:
+        for policy in REFERENCE_POLICIES.values():
             curve = self.published.get(policy)
             if curve:
                 ax.plot(list(curve), list(curve.values()), linestyle="--",
