@@ -18,11 +18,13 @@ bound valid (only looser).
 
 from __future__ import annotations
 
-import multiprocessing
+import json
+import subprocess
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 from benchmarks.fgd.protocol import Workload
 from benchmarks.fgd.trace import CARD_MILLI, Trace
@@ -88,9 +90,24 @@ def lp_bound(
             int(trace.node_model[n]),
         )
         nodes[nkey] = nodes.get(nkey, 0) + 1
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        value, status, n_vars = pool.submit(_solve_lp, pods, nodes, dff_orders).result()
+    payload = json.dumps(
+        {
+            "pods": [[*k, v] for k, v in pods.items()],
+            "nodes": [[*k, v] for k, v in nodes.items()],
+            "dff": list(dff_orders),
+        }
+    )
+    # A fresh interpreter (not a fork or multiprocessing spawn, which would
+    # re-import the caller's main module and with it, possibly, OR-Tools).
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.fgd.bound"],
+        input=payload,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    )
+    value, status, n_vars = json.loads(proc.stdout)
     return BoundResult(
         gpu_milli=value,
         alloc_pct=100.0 * value / trace.total_gpu_milli,
@@ -154,3 +171,15 @@ def _solve_lp(
                 prob += pulp.lpSum(terms) <= ngpu * count, f"card_dff{k}_{j}"
     prob.solve(pulp.HiGHS(msg=False))
     return float(pulp.value(prob.objective) or 0.0), pulp.LpStatus[prob.status], len(x)
+
+
+def _main() -> None:
+    """Child entry: JSON shapes on stdin, [value, status, n_vars] on stdout."""
+    raw = json.load(sys.stdin)
+    pods = {tuple(r[:-1]): r[-1] for r in raw["pods"]}
+    nodes = {tuple(r[:-1]): r[-1] for r in raw["nodes"]}
+    print(json.dumps(_solve_lp(pods, nodes, tuple(raw["dff"]))))
+
+
+if __name__ == "__main__":
+    _main()

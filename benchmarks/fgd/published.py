@@ -31,7 +31,10 @@ def load_published(
     out: dict[int, dict[int, float]] = {}
     with results_file(shared).open(newline="") as fh:
         for row in csv.DictReader(fh):
-            if row["workload"] != f"openb_pod_list_{trace}" or row["sc_policy"] != label:
+            if (
+                row["workload"] != f"openb_pod_list_{trace}"
+                or row["sc_policy"] != label
+            ):
                 continue
             out[int(row["seed"])] = {
                 k: float(row[str(k)]) for k in range(131) if row.get(str(k), "") != ""

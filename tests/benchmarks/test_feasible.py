@@ -31,9 +31,15 @@ def test_accepts_valid_and_books_cards(trace: Trace) -> None:
 
 def test_rejects_breaches(trace: Trace) -> None:
     led = Ledger(trace)
-    share, whole, cpu_only = _pod(trace, 1, True), _pod(trace, 8, False), _pod(trace, 0, True)
+    share, whole, cpu_only = (
+        _pod(trace, 1, True),
+        _pod(trace, 8, False),
+        _pod(trace, 0, True),
+    )
     n8, n2 = _node(trace, 8), _node(trace, 2)
-    assert led.why_not(whole, n2, list(range(8))) is not None  # 8 cards on a 2-card node
+    assert (
+        led.why_not(whole, n2, list(range(8))) is not None
+    )  # 8 cards on a 2-card node
     assert led.why_not(share, n8, [0, 1]) is not None  # sharing pod on two cards
     assert led.why_not(whole, n8, [0] * 8) is not None  # repeated card
     assert led.why_not(cpu_only, n8, [0]) is not None  # CPU-only pod given a card

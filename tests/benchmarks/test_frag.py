@@ -53,5 +53,7 @@ def test_vectorised_equals_loop_bit_for_bit(trace: Trace) -> None:
     cpu = rng.choice([0, 2000, 8000, 12000, 40000], size=s)
     model = np.left_shift(1, rng.integers(0, len(trace.models), size=s))
     got = frag_amount(tp, cpu, cards, model)
-    want = [_frag_loop(tp, int(cpu[i]), cards[i].tolist(), int(model[i])) for i in range(s)]
+    want = [
+        _frag_loop(tp, int(cpu[i]), cards[i].tolist(), int(model[i])) for i in range(s)
+    ]
     assert got.tolist() == want

@@ -14,7 +14,7 @@ from benchmarks.harness.matrix import Instance, Task, build_tasks
 from benchmarks.harness.report import ReportInputs, write_report
 from benchmarks.harness.runner import RunResult, _check, run_task
 from benchmarks.harness.simulate import SimJob
-from benchmarks.harness.trace import TraceJob, published_curves, read_curves
+from benchmarks.harness.trace import TraceJob, TraceResult, _summarize, published_curves
 from models.plan import Plan, PlanAdmission, PlanPending, PlanPreemption, SolverInfo
 from models.snapshot import Snapshot
 from models.validate import validate
@@ -53,17 +53,20 @@ def admit(key: str, count: int, gpus: int, hosts: dict[str, int]) -> PlanAdmissi
     return PlanAdmission(
         workload=key,
         cluster_queue="cq",
-        pod_set_assignments=(PodSetAssignment(
-            name="main",
-            flavors={"cpu": "gpu", "nvidia.com/gpu": "gpu"},
-            resource_usage={"cpu": 1000 * count, "nvidia.com/gpu": gpus * count},
-            count=count,
-            topology_assignment=TopologyAssignment(
-                levels=(HOST,),
-                domains=tuple(TopologyDomain(values=(h,), count=n)
-                              for h, n in hosts.items()),
+        pod_set_assignments=(
+            PodSetAssignment(
+                name="main",
+                flavors={"cpu": "gpu", "nvidia.com/gpu": "gpu"},
+                resource_usage={"cpu": 1000 * count, "nvidia.com/gpu": gpus * count},
+                count=count,
+                topology_assignment=TopologyAssignment(
+                    levels=(HOST,),
+                    domains=tuple(
+                        TopologyDomain(values=(h,), count=n) for h, n in hosts.items()
+                    ),
+                ),
             ),
-        ),),
+        ),
     )
 
 
@@ -90,8 +93,11 @@ def test_metrics_of_a_hand_made_plan(four_hosts):
             admit("team/gang", 2, 4, {"a2": 1, "b2": 1}),
             admit("team/solo", 1, 2, {"a1": 1}),
         ),
-        preemptions=(PlanPreemption(
-            workload="team/old", preemptor="team/gang", reason="InClusterQueue"),),
+        preemptions=(
+            PlanPreemption(
+                workload="team/old", preemptor="team/gang", reason="InClusterQueue"
+            ),
+        ),
         pending=(PlanPending(workload="team/huge", reason="no room"),),
     )
     m = metrics.compute(four_hosts, plan)
@@ -116,8 +122,10 @@ def test_stranded_gpus_are_free_gpus_no_pending_shape_fits(four_hosts):
     plan = Plan(
         solver=SOLVER,
         admissions=(admit("team/gang", 2, 4, {"a1": 1, "a2": 1}),),
-        pending=(PlanPending(workload="team/solo", reason="x"),
-                 PlanPending(workload="team/huge", reason="x")),
+        pending=(
+            PlanPending(workload="team/solo", reason="x"),
+            PlanPending(workload="team/huge", reason="x"),
+        ),
     )
     m = metrics.compute(four_hosts, plan)
     # a1: 3 + 4 used -> 1 free (stranded); a2: 4 used -> 4 free (a 2-GPU pod fits).
@@ -126,11 +134,21 @@ def test_stranded_gpus_are_free_gpus_no_pending_shape_fits(four_hosts):
 
 
 def test_held_pods_count_as_used_and_as_partial_gangs(four_hosts):
-    plan = Plan(solver=SOLVER, pending=tuple(
-        PlanPending(workload=w.key, reason="x") for w in four_hosts.pending
-    ))
-    held = [metrics.Held("team/huge", 2, 4, 16, {"a2": {"nvidia.com/gpu": 8},
-                                                 "b2": {"nvidia.com/gpu": 8}})]
+    plan = Plan(
+        solver=SOLVER,
+        pending=tuple(
+            PlanPending(workload=w.key, reason="x") for w in four_hosts.pending
+        ),
+    )
+    held = [
+        metrics.Held(
+            "team/huge",
+            2,
+            4,
+            16,
+            {"a2": {"nvidia.com/gpu": 8}, "b2": {"nvidia.com/gpu": 8}},
+        )
+    ]
     m = metrics.compute(four_hosts, plan, held)
     assert (m.partial_gangs, m.partial_gpus) == (1, 16)
     assert m.gpu_in_use == 3 + 8 + 16
@@ -160,18 +178,31 @@ def test_failed_runs_are_listed_in_the_report(tmp_path, four_hosts):
     plan = Plan(solver=SOLVER)
     bad = RunResult(family="hand", instance="hand", seed=1, solver="kueue")
     _check(four_hosts, plan, [], bad)
-    good = RunResult(family="hand", instance="hand", seed=1, solver="binpack-gang",
-                     ok=True, metrics=metrics.compute(four_hosts, Plan(
-                         solver=SOLVER, pending=tuple(
-                             PlanPending(workload=w.key, reason="x")
-                             for w in four_hosts.pending))))
+    good = RunResult(
+        family="hand",
+        instance="hand",
+        seed=1,
+        solver="binpack-gang",
+        ok=True,
+        metrics=metrics.compute(
+            four_hosts,
+            Plan(
+                solver=SOLVER,
+                pending=tuple(
+                    PlanPending(workload=w.key, reason="x") for w in four_hosts.pending
+                ),
+            ),
+        ),
+    )
     write_report(tmp_path, ReportInputs([bad, good], "placewise bench", 1.0, {}))
     text = (tmp_path / "summary.md").read_text()
     assert "## Failed runs (1)" in text
     assert "`kueue`: plan fails the validator" in text
     rows = list(csv.DictReader((tmp_path / "runs.csv").open()))
     assert {(r["solver"], r["ok"]) for r in rows} == {
-        ("kueue", "False"), ("binpack-gang", "True")}
+        ("kueue", "False"),
+        ("binpack-gang", "True"),
+    }
 
 
 def test_a_worker_reports_exceptions_instead_of_raising():
@@ -184,7 +215,9 @@ def test_a_worker_reports_exceptions_instead_of_raising():
 def test_matrix_orders_big_instances_first_and_rejects_unknown_names():
     tasks = build_tasks(["default", "scale-300"], ["kueue"], [1, 2], 1.0, 1, 60.0)
     assert [(t.instance.family, t.instance.seed, t.solver) for t in tasks][:2] == [
-        ("scale-300", 1, "kueue"), ("scale-300", 1, "limit")]
+        ("scale-300", 1, "kueue"),
+        ("scale-300", 1, "limit"),
+    ]
     assert len(tasks) == 8
     with pytest.raises(ValueError, match="unknown families"):
         build_tasks(["nope"], ["kueue"], [1], 1.0, 1, 60.0)
@@ -192,14 +225,31 @@ def test_matrix_orders_big_instances_first_and_rejects_unknown_names():
         build_tasks(["default"], ["magic"], [1], 1.0, 1, 60.0)
 
 
-def test_published_reference_and_curve_reader(tmp_path):
+def test_published_reference_and_replay_summaries():
+    from benchmarks.fgd.report import RunSummary
+
     pub = published_curves("default")
     assert pub["05-BestFit"][130] == pytest.approx(93.08, abs=0.01)
     assert pub["06-FGD"][130] == pytest.approx(95.39, abs=0.01)
-    (tmp_path / "ours.csv").write_text(
-        "policy,seed,99,100,130\nplacewise,42,90,91,96\nplacewise,43,90,93,98\n"
-    )
-    assert read_curves(tmp_path) == {"placewise": {99: 90.0, 100: 92.0, 130: 97.0}}
+
+    def run(seed: int, a100: float, a130: float, bound: float | None) -> RunSummary:
+        return RunSummary(
+            trace="default", policy="window", seed=seed, arrivals=10, placed=9,
+            dropped=1, alloc_100=a100, alloc_130=a130, published_100=None,
+            published_130=None, wall_s=5.0, cpu_s=5.0, window=32, windows=1,
+            window_wall_median_s=0.1, window_wall_p95_s=0.1, window_wall_max_s=0.1,
+            curve={100: a100, 130: a130},
+            extra={} if bound is None else {"lp_bound_pct": bound},
+        )
+
+    res = TraceResult("default")
+    _summarize(res, [run(42, 91.0, 96.0, 97.5), run(43, 93.0, 98.0, 97.0)])
+    [row] = res.rows
+    assert (row.policy, row.seeds, row.alloc_100, row.alloc_130) == (
+        "window", 2, 92.0, 97.0)
+    assert res.curves == {"window": {100: 92.0, 130: 97.0}}
+    assert res.lp_bound_pct == 97.0
+    assert "| window | 2 | 92.00 | 97.00 |" in "\n".join(res.markdown())
 
 
 def test_trace_job_without_entry_point_says_so(tmp_path, monkeypatch):
@@ -223,15 +273,31 @@ def test_simulation_runs_arrivals_to_completion():
 
 def test_tiny_bench_writes_markdown_csv_and_plots(tmp_path):
     out = tmp_path / "bench"
-    code = main([
-        "bench", "--families", "default", "--solvers",
-        "kueue,kube-default,binpack-gang,cpsat", "--time-limit", "2",
-        "--jobs", "2", "--no-trace", "--out", str(out),
-    ])
+    code = main(
+        [
+            "bench",
+            "--families",
+            "default",
+            "--solvers",
+            "kueue,kube-default,binpack-gang,cpsat",
+            "--time-limit",
+            "2",
+            "--jobs",
+            "2",
+            "--no-trace",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     rows = list(csv.DictReader((out / "runs.csv").open()))
     assert {r["solver"] for r in rows} == {
-        "kueue", "kube-default", "binpack-gang", "cpsat", "limit"}
+        "kueue",
+        "kube-default",
+        "binpack-gang",
+        "cpsat",
+        "limit",
+    }
     assert all(r["ok"] == "True" for r in rows), [r["error"] for r in rows]
     by = {r["solver"]: r for r in rows}
     assert float(by["limit"]["bound"]) >= float(by["cpsat"]["gpus_after"])

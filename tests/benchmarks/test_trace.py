@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.fgd.trace import Trace, node_resource_slice, pod_manifest, resource_claim
+from benchmarks.fgd.trace import (
+    Trace,
+    node_resource_slice,
+    pod_manifest,
+    resource_claim,
+)
 
 
 def test_openb_sizes(trace: Trace) -> None:

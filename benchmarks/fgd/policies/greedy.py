@@ -117,13 +117,13 @@ class StrandAwareFGD:
         return to_decision(state, pod, int(opts.node[i]), int(opts.card[i]))
 
     def decide(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
-        return (
-            [self.place(state, int(p)) for p in pods]
-            if len(pods) == 1
-            else self._seq(state, pods)
-        )
+        if len(pods) == 1:
+            return [self.place(state, int(pods[0]))]
+        return self.decide_sequence(state, pods)
 
-    def _seq(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
+    def decide_sequence(
+        self, state: ClusterState, pods: Sequence[int]
+    ) -> list[Decision | None]:
         """Several arrivals in order on a scratch copy (valid in that order)."""
         scratch = state.copy()
         self._cache = None
