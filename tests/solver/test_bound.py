@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
+import solver.bound as bound_module
 from adapters.cli import main
 from adapters.generate import dumps, family, generate
 from adapters.loader import load_snapshot, snapshot_from_text
@@ -24,6 +25,7 @@ from models.plan import Plan
 from models.snapshot import Snapshot
 from solver.bound import aggregate_bound, gpus_after, lp_bound, running_gpus
 from solver.cpsat import CpSatParams, solve_cpsat
+from solver.cpsat.data import leaf_fit
 from solver.greedy import solve_greedy
 from tests.solver.strategies import instances
 from tests.solver.test_greedy_kueue_cases import case_dirs
@@ -301,6 +303,66 @@ def test_bound_holds_on_kueue_cases_for_cpu_and_gpus() -> None:
     finally:
         logging.disable(logging.NOTSET)
     assert checked == len(case_dirs()) > 100
+
+
+def test_vectorised_fits_equal_the_models_leaf_fit() -> None:
+    """The LP's per-leaf pod bounds are the CP-SAT model's ``leaf_fit``
+    (taints, node selection, free plus releasable capacity) on every TAS
+    Kueue case and the demo."""
+    logging.disable(logging.WARNING)
+    try:
+        sources = [[c / "instance.yaml"] for c in case_dirs() if c.parent.name == "tas"]
+        sources.append([Path(p) for p in DEMO])
+        compared = 0
+        for paths in sources:
+            snap = load_snapshot(paths)
+            prob = bound_module._problem(snap, bound_module.ACCELERATORS)
+            builder, release = bound_module._Builder(prob), prob.release()
+            for ps in prob.pod_sets:
+                if ps.tas is None:
+                    continue
+                for f in sorted({f for fl in ps.flavors.values() for f in fl}):
+                    if f not in prob.data.topos:
+                        continue
+                    want = [
+                        leaf_fit(prob.data, ps.tas, f, leaf, release.get(leaf))
+                        for leaf in prob.data.topos[f].leaves
+                    ]
+                    assert builder._fits(ps, f, release).tolist() == want
+                    compared += 1
+    finally:
+        logging.disable(logging.NOTSET)
+    assert compared > 50
+
+
+def test_grouped_leaves_stay_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large instances group sibling leaves (rows summed per rack): the bound
+    can only loosen, and still covers the plans, on the demo and on a
+    rack-required gang that fragmentation keeps out."""
+    snaps = [
+        load_snapshot(DEMO),
+        _snap(
+            _node("h1", "r1", 4), _node("h2", "r1", 4),
+            _node("h3", "r2", 4), _node("h4", "r2", 4),
+            _queue("q", 100),
+            _running("x", "q", "h1", 1, 2), _running("y", "q", "h3", 1, 2),
+            _pending("gang", "q", 4, 2, topology="required: example.com/rack"),
+            _pending("pinned", "q", 2, 1, minute=2,
+                     topology="required: kubernetes.io/hostname"),
+        ),
+        snapshot_from_text(dumps(generate(
+            family("topology-heavy").with_overrides(nodes=12, pending=16), 3))),
+    ]
+    for snap in snaps:
+        per_leaf = lp_bound(snap, "cbc")
+        monkeypatch.setattr(bound_module, "COARSE_CELLS", -1)
+        grouped = lp_bound(snap, "cbc")
+        monkeypatch.undo()
+        assert per_leaf.lp is not None and grouped.lp is not None
+        assert grouped.lp >= per_leaf.lp
+        for plan in _plans(snap).values():
+            assert grouped.lp >= gpus_after(snap, plan)
+    assert grouped.columns < per_leaf.columns
 
 
 # -- CLI -----------------------------------------------------------------------
