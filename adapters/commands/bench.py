@@ -60,11 +60,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--solvers", metavar="S[,S...]", default=",".join(matrix.SOLVERS),
                    help="solvers to compare (default: %(default)s)")
     p.add_argument("--seeds", metavar="N|S[,S...]",
-                   help="N seeds 1..N, or a list (default: 1 with --quick, else 3)")
+                   help="N seeds 1..N, or a list (default: 1 with --quick, else 3; "
+                   "the full bench runs the largest families "
+                   f"({', '.join(sorted(matrix.ONE_SEED_FAMILIES))}) on seed 1 "
+                   "unless --seeds is given)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="SEC",
                    help="cpsat wall budget per instance (default: %(default)s)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="experiments run in parallel processes (default: 1)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="experiments run in parallel processes (default: the "
+                   "number of cores, %(default)s); wall times are only "
+                   "comparable with --jobs 1")
     p.add_argument("--timeout", type=float, metavar="SEC",
                    help="give up on one run after SEC seconds "
                    f"(default: {QUICK_TIMEOUT:.0f} quick, {FULL_TIMEOUT:.0f} full)")
@@ -107,15 +112,17 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--jobs must be at least 1")
         timeout = args.timeout or (QUICK_TIMEOUT if args.quick else FULL_TIMEOUT)
         workers = max(1, (os.cpu_count() or 1) // args.jobs)
+        one_seed = frozenset() if args.seeds else matrix.ONE_SEED_FAMILIES
         tasks: list[Work] = list(matrix.build_tasks(
-            families, solvers, seeds, args.time_limit, workers, timeout
+            families, solvers, seeds, args.time_limit, workers, timeout,
+            one_seed=one_seed,
         ))
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.trace:
         trace_dir = str(Path(args.out) / "trace")
-        tasks.insert(0, TraceJob(out_dir=trace_dir, quick=args.quick))
+        tasks.insert(0, TraceJob(trace_dir, args.quick, jobs=args.jobs))
     if args.simulate:
         tasks[1 if args.trace else 0:0] = sim_jobs(
             quick=args.quick, time_limit=min(args.time_limit, 2.0), workers=workers

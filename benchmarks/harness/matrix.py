@@ -53,6 +53,10 @@ SCALE_FAMILIES: tuple[str, ...] = (
 )
 """The sweep plotted as wall time against hosts."""
 
+ONE_SEED_FAMILIES = frozenset({"scale-3000", "scale-10000", "kueue-tas-perf"})
+"""Families the full bench runs on its first seed only unless seeds are given:
+each of their runs takes minutes, and they measure time, not quality spread."""
+
 AGGREGATE_BOUND_FAMILIES = frozenset({"kueue-tas-perf"})
 """Families whose LP bound is not worth building (15,000 workloads make the
 LP's placement columns take many minutes; the family has no GPUs anyway):
@@ -110,11 +114,13 @@ def build_tasks(
     workers: int,
     timeout: float,
     limit: bool = True,
+    one_seed: frozenset[str] = frozenset(),
 ) -> list[Task]:
     """Every (family, seed) x solver, plus one bound task per instance.
 
-    Tasks are ordered largest instance first so that a parallel run does
-    not end waiting on one big straggler.
+    Families in ``one_seed`` run on the first seed only.  Tasks are ordered
+    largest instance first so that a parallel run does not end waiting on
+    one big straggler.
     """
     unknown = sorted(set(families) - set(known_families()))
     if unknown:
@@ -131,7 +137,7 @@ def build_tasks(
     tasks = []
     order = sorted(families, key=lambda f: (-hosts_of(f), f))
     for family in order:
-        for seed in seeds:
+        for seed in seeds[:1] if family in one_seed else seeds:
             inst = Instance(family, seed)
             names = [*solvers, LIMIT] if limit else list(solvers)
             for solver in names:

@@ -10,6 +10,7 @@ over several seeds are medians; the CSV keeps every run.
 from __future__ import annotations
 
 import csv
+import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from benchmarks.harness.matrix import LIMIT, SCALE_FAMILIES, SOLVERS
-from benchmarks.harness.metrics import Metrics
+from benchmarks.harness.metrics import Metrics, compare_tiers
 from benchmarks.harness.runner import RunResult
 
 COLORS = {
@@ -162,7 +163,8 @@ class Cell:
     runs: int = 0
     failed: int = 0
     values: dict[str, float | None] = field(default_factory=dict)
-    tiers: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    tiers: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    """seed -> tier-demand vector."""
 
 
 METRIC_GETTERS: dict[str, Callable[[Metrics], float | None]] = {
@@ -206,7 +208,9 @@ def aggregate(results: Sequence[RunResult]) -> dict[str, dict[str, Cell]]:
                         [get(r.metrics) for r in scored if r.metrics is not None]
                     )
                 cell.values["gap_gpus"] = _median([gap(r, bounds) for r in scored])
-                cell.tiers = [r.metrics.tier_demand for r in scored if r.metrics]
+                cell.tiers = {
+                    r.seed: r.metrics.tier_demand for r in scored if r.metrics
+                }
             out[family][solver] = cell
     return out
 
@@ -228,7 +232,7 @@ def headline_table(
     solvers: Sequence[str], hosts: Mapping[str, int], pending: Mapping[str, int],
 ) -> list[str]:
     """GPUs added per family and solver, against the limit."""
-    head = ["family", "hosts", "pending", *solvers, "limit"]
+    head = ["family", "hosts", "pending", *solvers, "limit", "by priority tiers"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for family in families:
         if family not in agg:
@@ -237,8 +241,36 @@ def headline_table(
         for s in solvers:
             row.append(_cell_text(agg[family].get(s), "net_gpus"))
         row.append(_cell_text(agg[family].get(LIMIT), "limit_net"))
+        row.append(tier_order(agg[family], solvers) or "-")
         lines.append("| " + " | ".join(row) + " |")
     return lines
+
+
+def tier_order(cells: Mapping[str, Cell], solvers: Sequence[str]) -> str:
+    """Solvers by their tier-demand vectors, best first (``=`` for ties).
+
+    Only solvers whose every seed ran are ranked, seed by seed: a solver is
+    ahead when its vector is lexicographically larger on a majority of seeds.
+    """
+    runs = {
+        s: cells[s].tiers for s in solvers
+        if s in cells and cells[s].tiers and not cells[s].failed
+    }
+    if len(runs) < 2:
+        return ""
+
+    def wins(a: str, b: str) -> int:
+        score = sum(
+            compare_tiers(runs[a][seed], runs[b][seed])
+            for seed in runs[a].keys() & runs[b].keys()
+        )
+        return (score > 0) - (score < 0)
+
+    names = sorted(runs, key=lambda s: sum(wins(s, o) for o in runs), reverse=True)
+    out = names[0]
+    for prev, cur in itertools.pairwise(names):
+        out += (" = " if wins(prev, cur) == 0 else " > ") + cur
+    return out
 
 
 DETAIL_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -266,8 +298,8 @@ def family_table(cells: Mapping[str, Cell], solvers: Sequence[str]) -> list[str]
         if cell is None:
             continue
         row = [s] + [_cell_text(cell, key, d) for key, _, d in DETAIL_COLUMNS]
-        row.append(tiers_text(cell.tiers[0]) if len(cell.tiers) == 1 else (
-            f"{len(cell.tiers)} seeds, see runs.csv" if cell.tiers else "-"
+        row.append(tiers_text(next(iter(cell.tiers.values()))) if len(cell.tiers) == 1
+                   else (f"{len(cell.tiers)} seeds, see runs.csv" if cell.tiers else "-"
         ))
         lines.append("| " + " | ".join(row) + " |")
     lim = cells.get(LIMIT)
@@ -278,20 +310,6 @@ def family_table(cells: Mapping[str, Cell], solvers: Sequence[str]) -> list[str]
             f"(bound computed in {_cell_text(lim, 'wall_s', 2)} s)."
         )
     return lines
-
-
-def lexicographic_ranking(cells: Mapping[str, Cell], solvers: Sequence[str]) -> str:
-    """Solvers ordered by their tier-demand vector (single-seed runs only)."""
-    ranked = [
-        (s, cells[s].tiers[0]) for s in solvers
-        if s in cells and len(cells[s].tiers) == 1
-    ]
-    if len(ranked) < 2:
-        return ""
-    ranked.sort(key=lambda x: [v for _, v in x[1]], reverse=True)
-    return "Priority-tier ranking (lexicographic, best first): " + " > ".join(
-        s for s, _ in ranked
-    )
 
 
 def write_markdown(path: Path, inputs: ReportInputs, plots: Mapping[str, str]) -> None:
@@ -337,9 +355,9 @@ def write_markdown(path: Path, inputs: ReportInputs, plots: Mapping[str, str]) -
         )
         out.append("")
         out += family_table(agg[family], solvers)
-        rank = lexicographic_ranking(agg[family], solvers)
+        rank = tier_order(agg[family], solvers)
         if rank:
-            out += ["", rank]
+            out += ["", f"By priority tiers (lexicographic, best first): {rank}"]
         if family in plots:
             out += ["", f"![{family}]({plots[family]})"]
     scale = [f for f in SCALE_FAMILIES if f in agg]

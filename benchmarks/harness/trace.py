@@ -1,33 +1,32 @@
 """The Alibaba GPU trace (openb, FGD protocol) inside the bench report.
 
 The replay itself — Best-Fit and FGD reproduced against the published
-simulator, placewise's windowed policy, the LP bound — belongs to
+simulator, placewise's policies, the all-arrivals-known LP bound — belongs to
 :mod:`benchmarks.fgd`; the bench only calls its entry point
-(``benchmarks.fgd.cli.main(argv)``) in a worker process, keeps what it writes
-under ``<out>/trace/``, and draws our allocation curve over the published
-Best-Fit and FGD curves (``shared/data/fgd-sim-expected-results``).  When the
-entry point is missing from the build or fails, the report says so and
-still shows the published reference.
+(``benchmarks.fgd.cli.main(argv)``) in a worker process with ``--out`` under
+the report directory, reads back the per-run summaries it writes
+(:func:`benchmarks.fgd.report.collect`) and embeds its figure (our curves
+over the published Best-Fit and FGD curves).  When the entry point is
+missing from the build or fails, the report says so and still shows the
+published reference (``shared/data/fgd-sim-expected-results``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import statistics
 import time
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REFERENCE_POLICIES = {"bestfit": "05-BestFit", "fgd": "06-FGD"}
-"""Published curves drawn under ours (the best greedy and FGD), by the
+"""Published curves shown beside ours (the best greedy and FGD), by the
 replay's policy name and the simulator's label."""
-QUICK_SEEDS = (42,)
-FULL_SEEDS = tuple(range(42, 52))
-"""The simulator's seeds (performance-anchors §1.2)."""
+FULL_SEEDS = "42..51"
+"""The simulator's ten seeds (performance-anchors §1.2)."""
 
 Curve = dict[int, float]
 """arrived GPU demand (% of capacity) -> GPU allocation (% of capacity)."""
@@ -53,34 +52,17 @@ def published_curves(trace: str) -> dict[str, Curve]:
     return out
 
 
-def read_curves(directory: Path) -> dict[str, Curve]:
-    """Curves in any CSV the replay wrote in the published layout.
+@dataclass(slots=True)
+class TraceRow:
+    """One policy of the replay, mean over its seeds."""
 
-    A row needs a policy column (``sc_policy`` or ``policy``) and columns
-    named by arrived percentage (``0`` .. ``130``); several seeds of one
-    policy are averaged.
-    """
-    found: dict[str, list[Curve]] = defaultdict(list)
-    for path in sorted(directory.rglob("*.csv")):
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            names = reader.fieldnames or []
-            key = "sc_policy" if "sc_policy" in names else (
-                "policy" if "policy" in names else None
-            )
-            if key is None or "100" not in names:
-                continue
-            for row in reader:
-                try:
-                    curve = {
-                        int(k): float(v) for k, v in row.items()
-                        if k is not None and k.isdigit() and v not in (None, "")
-                    }
-                except ValueError:
-                    continue
-                if curve:
-                    found[str(row[key])].append(curve)
-    return {policy: _mean(curves) for policy, curves in found.items()}
+    policy: str
+    seeds: int
+    alloc_100: float
+    alloc_130: float
+    published_130: float | None
+    dropped: float
+    wall_s: float
 
 
 @dataclass(slots=True)
@@ -90,51 +72,56 @@ class TraceResult:
     available: bool = True
     error: str | None = None
     seconds: float = 0.0
-    out_dir: str = ""
     argv: list[str] = field(default_factory=list)
-    artifacts: list[str] = field(default_factory=list)
-    """Files the replay wrote, relative to the report directory."""
+    rows: list[TraceRow] = field(default_factory=list)
     curves: dict[str, Curve] = field(default_factory=dict)
+    """Our mean curve per policy."""
     published: dict[str, Curve] = field(default_factory=dict)
+    lp_bound_pct: float | None = None
+    figures: list[str] = field(default_factory=list)
+    """The replay's own figures, relative to the report directory."""
     log_tail: list[str] = field(default_factory=list)
 
     def markdown(self) -> list[str]:
-        out: list[str] = []
         cmd = "python -m benchmarks.fgd.cli " + " ".join(self.argv)
         if not self.available:
-            out.append(f"Not run: {self.error}.")
+            out = [f"Not run: {self.error}."]
         elif not self.ok:
-            out.append(f"**Failed** after {self.seconds:.0f} s (`{cmd}`): {self.error}")
+            out = [f"**Failed** after {self.seconds:.0f} s (`{cmd}`): {self.error}"]
         else:
-            out.append(f"`{cmd}` — {self.seconds:.0f} s.")
+            out = [f"`{cmd}` ({self.seconds:.0f} s)."]
         out.append("")
-        rows = [(p, c, "published") for p, c in sorted(self.published.items())]
-        rows += [(p, c, "this run") for p, c in sorted(self.curves.items())]
-        if rows:
-            out += [
-                f"GPU allocation (% of capacity) on the `{self.trace}` trace when "
-                "arrived GPU demand reaches 100 % and 130 % of capacity:",
-                "",
-                "| policy | source | at 100 % | at 130 % |",
-                "|---|---|---|---|",
-            ]
-            for policy, curve, source in rows:
-                out.append(
-                    f"| {policy} | {source} | {_at(curve, 100)} | {_at(curve, 130)} |"
-                )
-        images = [a for a in self.artifacts if a.endswith(".png")]
-        for a in images:
-            out += ["", f"![{Path(a).stem}]({a})"]
-        others = [a for a in self.artifacts if not a.endswith(".png")]
-        if others:
-            links = ", ".join(f"[{Path(a).name}]({a})" for a in others)
-            out += ["", f"Replay outputs: {links}"]
-        if self.log_tail:
+        out += [
+            f"GPU allocation (% of the 6,212 GPUs) on the `{self.trace}` trace when "
+            "arrived GPU demand reaches 100 % and 130 % of capacity (FGD protocol):",
+            "",
+            "| policy | seeds | at 100 % | at 130 % | published at 130 % | "
+            "dropped pods | wall s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in self.rows:
+            pub = "-" if r.published_130 is None else f"{r.published_130:.2f}"
+            out.append(
+                f"| {r.policy} | {r.seeds} | {r.alloc_100:.2f} | {r.alloc_130:.2f} | "
+                f"{pub} | {r.dropped:.0f} | {r.wall_s:.0f} |"
+            )
+        for label, curve in sorted(self.published.items()):
+            out.append(
+                f"| {label} (published, 10 seeds) | 10 | {_at(curve, 100)} | "
+                f"{_at(curve, 130)} | | | |"
+            )
+        if self.lp_bound_pct is not None:
+            out += ["", f"LP bound with every arrival known in advance: "
+                    f"{self.lp_bound_pct:.2f} %."]
+        for fig in self.figures:
+            out += ["", f"![{Path(fig).stem}]({fig})"]
+        if not self.ok and self.log_tail:
             out += ["", "```", *self.log_tail, "```"]
         return out
 
     def plots(self, directory: Path) -> dict[str, Path]:
-        if not self.published and not self.curves:
+        """Our own curve plot, only when the replay drew none."""
+        if self.figures or not (self.published or self.curves):
             return {}
         import matplotlib
 
@@ -142,20 +129,15 @@ class TraceResult:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6, 4))
-        styles = {"05-BestFit": "#4c72b0", "06-FGD": "#55a868"}
-        for policy in REFERENCE_POLICIES.values():
-            curve = self.published.get(policy)
-            if curve:
-                ax.plot(list(curve), list(curve.values()), linestyle="--",
-                        color=styles[policy], label=f"{policy} (published)")
-        for i, (policy, curve) in enumerate(sorted(self.curves.items())):
+        for label, curve in sorted(self.published.items()):
+            ax.plot(list(curve), list(curve.values()), linestyle="--",
+                    label=f"{label} (published)")
+        for policy, curve in sorted(self.curves.items()):
             ax.plot(list(curve), list(curve.values()), linewidth=1.6,
-                    color=f"C{3 + i}", label=f"{policy} (this run)")
+                    label=f"{policy} (this run)")
         ax.set_xlabel("arrived GPU demand (% of capacity)")
         ax.set_ylabel("GPU allocation (% of capacity)")
         ax.set_title(f"openb {self.trace} trace, FGD protocol")
-        ax.set_xlim(60, 131)
-        ax.set_ylim(55, 100)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
         fig.tight_layout()
@@ -171,10 +153,11 @@ def _at(curve: Mapping[int, float], k: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TraceJob:
-    """The trace replay as a pool job (its own process, like every run)."""
+    """The trace replay as one pool job (it runs its own ``--jobs`` inside)."""
 
     out_dir: str
     quick: bool
+    jobs: int = 1
     trace: str = "default"
 
     @property
@@ -182,26 +165,26 @@ class TraceJob:
         return f"trace {self.trace}"
 
     def argv(self) -> list[str]:
-        seeds = QUICK_SEEDS if self.quick else FULL_SEEDS
+        if self.quick:
+            # seed 42, default trace, bestfit + fgd + window, with the LP bound
+            return ["--quick", "--jobs", str(self.jobs), "--out", self.out_dir]
         return [
-            "--trace", self.trace,
-            "--seeds", ",".join(map(str, seeds)),
-            "--out", self.out_dir,
+            "--trace", self.trace, "--seeds", FULL_SEEDS, "--bound",
+            "--jobs", str(self.jobs), "--out", self.out_dir,
         ]
 
     def failed(self, why: str) -> TraceResult:
         return TraceResult(
-            self.trace, ok=False, error=why, out_dir=self.out_dir, argv=self.argv(),
+            self.trace, ok=False, error=why, argv=self.argv(),
             published=published_curves(self.trace),
         )
 
     def execute(self) -> TraceResult:
         result = TraceResult(
-            self.trace, out_dir=self.out_dir, argv=self.argv(),
-            published=published_curves(self.trace),
+            self.trace, argv=self.argv(), published=published_curves(self.trace)
         )
         try:
-            from benchmarks.fgd import cli  # type: ignore[attr-defined, unused-ignore]
+            from benchmarks.fgd import cli, report
         except ImportError as exc:
             result.ok = result.available = False
             result.error = f"the trace replay entry point is not in this build ({exc})"
@@ -223,11 +206,37 @@ class TraceJob:
         result.log_tail = log.getvalue().strip().splitlines()[-15:]
         if code not in (0, None):
             result.ok = False
-            result.error = f"exit code {code} (see trace/replay.log)"
-        report_dir = out.parent
-        result.artifacts = sorted(
-            str(p.relative_to(report_dir)) for p in out.rglob("*")
-            if p.is_file() and p.suffix in (".png", ".csv", ".md", ".json")
+            result.error = (
+                f"exit code {code} (1 = a baseline missed the published value "
+                "by more than 0.5 points; see trace/replay.log)"
+            )
+        _, runs = report.collect(out)
+        _summarize(result, runs)
+        result.figures = sorted(
+            str(p.relative_to(out.parent)) for p in out.glob("*.png")
         )
-        result.curves = read_curves(out)
         return result
+
+
+def _summarize(result: TraceResult, runs: list[Any]) -> None:
+    """Mean rows and curves per policy from the replay's run summaries."""
+    by_policy: dict[str, list[Any]] = {}
+    for r in runs:
+        if r.trace == result.trace:
+            by_policy.setdefault(r.policy, []).append(r)
+    bounds = [
+        r.extra["lp_bound_pct"] for r in runs if "lp_bound_pct" in r.extra
+    ]
+    result.lp_bound_pct = min(bounds) if bounds else None
+    for policy, rs in sorted(by_policy.items()):
+        pub = [r.published_130 for r in rs if r.published_130 is not None]
+        result.rows.append(TraceRow(
+            policy=policy,
+            seeds=len(rs),
+            alloc_100=statistics.fmean(r.alloc_100 for r in rs),
+            alloc_130=statistics.fmean(r.alloc_130 for r in rs),
+            published_130=statistics.fmean(pub) if len(pub) == len(rs) else None,
+            dropped=statistics.fmean(r.dropped for r in rs),
+            wall_s=statistics.median(r.wall_s for r in rs),
+        ))
+        result.curves[policy] = _mean([dict(r.curve) for r in rs])

@@ -234,10 +234,23 @@ def test_published_reference_and_replay_summaries():
 
     def run(seed: int, a100: float, a130: float, bound: float | None) -> RunSummary:
         return RunSummary(
-            trace="default", policy="window", seed=seed, arrivals=10, placed=9,
-            dropped=1, alloc_100=a100, alloc_130=a130, published_100=None,
-            published_130=None, wall_s=5.0, cpu_s=5.0, window=32, windows=1,
-            window_wall_median_s=0.1, window_wall_p95_s=0.1, window_wall_max_s=0.1,
+            trace="default",
+            policy="window",
+            seed=seed,
+            arrivals=10,
+            placed=9,
+            dropped=1,
+            alloc_100=a100,
+            alloc_130=a130,
+            published_100=None,
+            published_130=None,
+            wall_s=5.0,
+            cpu_s=5.0,
+            window=32,
+            windows=1,
+            window_wall_median_s=0.1,
+            window_wall_p95_s=0.1,
+            window_wall_max_s=0.1,
             curve={100: a100, 130: a130},
             extra={} if bound is None else {"lp_bound_pct": bound},
         )
@@ -246,7 +259,11 @@ def test_published_reference_and_replay_summaries():
     _summarize(res, [run(42, 91.0, 96.0, 97.5), run(43, 93.0, 98.0, 97.0)])
     [row] = res.rows
     assert (row.policy, row.seeds, row.alloc_100, row.alloc_130) == (
-        "window", 2, 92.0, 97.0)
+        "window",
+        2,
+        92.0,
+        97.0,
+    )
     assert res.curves == {"window": {100: 92.0, 130: 97.0}}
     assert res.lp_bound_pct == 97.0
     assert "| window | 2 | 92.00 | 97.00 |" in "\n".join(res.markdown())
