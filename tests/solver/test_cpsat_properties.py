@@ -106,6 +106,7 @@ def test_cpsat_plan_is_valid_and_not_worse_than_greedy(inst: Instance) -> None:
     if validate(snap, greedy):
         # Kueue's cycle-by-cycle decisions the validator judges on the final
         # state (see test_validator_* below); nothing to compare against.
+        event("greedy plan rejected by the validator")
         return
     got, floor = demand_vector(snap, plan), demand_vector(snap, greedy)
     note(f"cpsat {got} greedy {floor}")
