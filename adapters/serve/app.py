@@ -54,11 +54,15 @@ def discover(kube: Kube) -> dict[str, Resource]:
         "Namespace": Resource("Namespace", "", "v1", "namespaces", False),
     }
 
+    plurals: dict[tuple[str, str], set[str]] = {}
+
     def pick(group: str, plural: str, prefer: tuple[str, ...]) -> str | None:
         for version in prefer:
-            if version in served.get(group, []) and plural in kube.served_plurals(
-                group, version
-            ):
+            if version not in served.get(group, []):
+                continue
+            if (group, version) not in plurals:
+                plurals[(group, version)] = kube.served_plurals(group, version)
+            if plural in plurals[(group, version)]:
                 return version
         return None
 
@@ -237,6 +241,7 @@ class Sidecar:
             self.managed,
             self.leading,
             lambda: self.leader.holder if self.leader is not None else cfg.identity,
+            self.preemptor.budget_refuses,
         )
         self.http = HttpServer(
             cfg.listen[0],

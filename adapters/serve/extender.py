@@ -52,9 +52,22 @@ def field(doc: Any, name: str) -> Any:
     return next((v for k, v in doc.items() if k.lower() == low), None)
 
 
+_GO_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
 def marshal(value: Any) -> bytes:
-    """Go's encoding/json: compact, map keys sorted, struct order as built."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    """Go's ``json.Marshal``: compact, UTF-8, HTML-safe escapes, struct order as
+    built (callers sort map keys, as Go does)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for raw, esc in _GO_ESCAPES:
+        text = text.replace(raw, esc)
+    return text.encode()
 
 
 def _sorted_map(m: dict[str, str]) -> dict[str, str]:
@@ -120,6 +133,7 @@ class Extender:
         managed: Callable[[JSON], bool],
         leading: Callable[[], bool],
         leader_name: Callable[[], str],
+        budget_refuses: Callable[[list[JSON]], str | None],
     ) -> None:
         self.cache, self.loop, self.actuator, self.binder = (
             cache,
@@ -129,6 +143,7 @@ class Extender:
         )
         self.builder, self.kube, self.metrics = builder, kube, metrics
         self.managed, self.leading, self.leader_name = managed, leading, leader_name
+        self.budget_refuses = budget_refuses
         self._replan_at = 0.0
 
     def handle(self, verb: str, body: bytes) -> bytes:
@@ -259,13 +274,21 @@ class Extender:
         uids = []
         for victim in gp.victims:
             view = state.built.gangs.get(victim)
-            if view is None or victim in self.builder.protected:
+            if view is None:
                 continue
+            live = []
             for member in view.gang.pods:
                 name = gangmod.meta(member).get("name")
                 current = self.cache.get("Pod", f"{view.gang.namespace}/{name}")
-                if current is not None and node_of(self.cache, current) == node:
-                    uids.append(str(gangmod.meta(current).get("uid")))
+                if current is not None:
+                    live.append(current)
+            if victim in self.builder.protected or self.budget_refuses(live):
+                return veto  # a budget protects it: the sidecar re-plans instead
+            uids += [
+                str(gangmod.meta(p).get("uid"))
+                for p in live
+                if node_of(self.cache, p) == node
+            ]
         if not uids:
             return veto
         return marshal(

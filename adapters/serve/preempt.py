@@ -120,7 +120,7 @@ class Preemptor:
         self.metrics.preemptions.labels("pod", "blocked").inc()
         self.cache.touch()
 
-    def _budget_refuses(self, pods: list[JSON]) -> str | None:
+    def budget_refuses(self, pods: list[JSON]) -> str | None:
         """A PodDisruptionBudget that evicting all of ``pods`` would violate."""
         need: dict[str, int] = {}
         budgets: dict[str, JSON] = {}
@@ -165,7 +165,7 @@ class Preemptor:
         if not fresh:
             return
         if len(fresh) == len(view.gang.pods):  # nothing evicted yet: all or nothing
-            refusal = self._budget_refuses(fresh)
+            refusal = self.budget_refuses(fresh)
             if refusal is not None:
                 self._protect(p.workload, refusal)
                 return

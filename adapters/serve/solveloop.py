@@ -83,9 +83,9 @@ class SolveLoop:
     # -- the loop --------------------------------------------------------------
 
     def _run(self) -> None:
-        solved = -1
+        solved = seen = -1
         while not self._stop.is_set():
-            gen = self.cache.wait(solved, timeout=1.0)
+            gen = seen = self.cache.wait(seen, timeout=1.0)
             if self._stop.is_set():
                 return
             if gen == solved or not self.cache.synced(self.required):

@@ -1,0 +1,278 @@
+"""``placewise serve``: argument parsing and the process around one Sidecar.
+
+Without ``--kubeconfig`` it starts the API-server emulator on the bundled
+demo (or ``--demo FILE...``) and, in extender and binder modes, the
+kube-scheduler stand-in wired to the sidecar, so a new user sees gangs land
+at once; with ``--kubeconfig`` it talks to that cluster and nothing else.
+Runs until SIGINT/SIGTERM, then releases the Lease (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import signal
+import sys
+import tempfile
+import threading
+from importlib import resources
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from adapters.serve.app import Sidecar
+from adapters.serve.config import MODES, ServeConfig
+from adapters.serve.kube import Kube
+
+JSON = dict[str, Any]
+log = logging.getLogger("placewise.serve")
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HOST:PORT") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: port out of range")
+    return host or "0.0.0.0", number
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run beside kube-scheduler: watch, re-solve, bind gangs whole",
+        description=(
+            "Watch the cluster, keep a snapshot, re-solve on change and make the "
+            "plan happen: as a kube-scheduler extender (filter/prioritize/preempt/"
+            "bind), as a binder of gated pods, or as Kueue's admission writer. "
+            "Without --kubeconfig it runs on an embedded emulator with a demo."
+        ),
+    )
+    p.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="talk to this cluster (default: an embedded demo emulator)",
+    )
+    p.add_argument("--context", help="kubeconfig context (default: current)")
+    p.add_argument(
+        "--listen",
+        type=listen_address,
+        default=("127.0.0.1", 8888),
+        metavar="HOST:PORT",
+        help="extender/health/metrics address (default: 127.0.0.1:8888)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default="extender",
+        help="extender: answer kube-scheduler; binder: place gated pods "
+        "itself; kueue: write Workload admissions (default: %(default)s)",
+    )
+    p.add_argument(
+        "--prefix",
+        default="/scheduler",
+        help="URL path of the extender verbs (default: %(default)s)",
+    )
+    p.add_argument(
+        "--solver",
+        choices=("auto", "cpsat", "greedy"),
+        default="auto",
+        help="solver per re-solve; failures fall back to greedy",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=_positive,
+        default=10.0,
+        metavar="SEC",
+        help="optimizer budget per re-solve (default: %(default)s)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="optimizer workers (default: %(default)s)",
+    )
+    p.add_argument(
+        "--debounce",
+        type=_positive,
+        default=0.5,
+        metavar="SEC",
+        help="quiet time after a change before re-solving",
+    )
+    p.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME",
+        help="extender mode: schedulerName(s) whose pods are planned "
+        "(default: default-scheduler)",
+    )
+    p.add_argument(
+        "--gate",
+        default="placewise.io/gang",
+        help="binder mode: the scheduling gate of managed pods",
+    )
+    p.add_argument(
+        "--topology-levels",
+        default="",
+        metavar="L1,L2",
+        help="node labels above the hostname (highest first) for gangs "
+        "outside Kueue, e.g. block,rack labels",
+    )
+    p.add_argument(
+        "--no-leader-elect",
+        action="store_true",
+        help="act without holding the Lease (single replica only)",
+    )
+    p.add_argument("--lease-namespace", default="default")
+    p.add_argument("--lease-name", default="placewise-serve")
+    p.add_argument("--identity", help="leader-election identity (default: host-pid)")
+    p.add_argument(
+        "--demo",
+        nargs="+",
+        metavar="FILE",
+        help="seed the embedded emulator from these instance files",
+    )
+    p.add_argument(
+        "--kubeconfig-out",
+        metavar="FILE",
+        help="embedded emulator: write a kubeconfig for kubectl here",
+    )
+    p.set_defaults(run=run)
+
+
+def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfig:
+    extra: JSON = {}
+    if args.identity:
+        extra["identity"] = args.identity
+    return ServeConfig(
+        mode=args.mode,
+        listen=listen,
+        prefix=args.prefix,
+        solver=args.solver,
+        time_limit=args.time_limit,
+        workers=args.workers,
+        debounce=args.debounce,
+        scheduler_names=tuple(args.scheduler_name or ("default-scheduler",)),
+        gate=args.gate,
+        default_topology=tuple(x for x in args.topology_levels.split(",") if x),
+        leader_elect=not args.no_leader_elect,
+        lease_namespace=args.lease_namespace,
+        lease_name=args.lease_name,
+        **extra,
+    )
+
+
+def demo_objects(paths: list[str] | None, mode: str, gate: str) -> list[JSON]:
+    """The demo cluster; pods get the binder gate in binder mode, and are left
+    out in kueue mode (Kueue would own them)."""
+    from adapters.emulator import load_instance_files
+
+    if paths:
+        objects = load_instance_files(paths)
+    else:
+        folder = resources.files("adapters") / "data"
+        with tempfile.TemporaryDirectory() as tmp:
+            files = []
+            for item in sorted(folder.iterdir(), key=lambda x: x.name):
+                if item.name.startswith("serve-demo-") and item.name.endswith(".yaml"):
+                    target = Path(tmp) / item.name
+                    target.write_text(item.read_text())
+                    files.append(str(target))
+            objects = load_instance_files(files)
+    out = []
+    for obj in objects:
+        if obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
+            if mode == "kueue":
+                continue
+            if mode == "binder":
+                obj = copy.deepcopy(obj)
+                obj["spec"].setdefault("schedulingGates", []).append({"name": gate})
+        out.append(obj)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    emulator: Any = None
+    standin: Any = None
+    try:
+        if args.kubeconfig:
+            kube = Kube.from_kubeconfig(args.kubeconfig, args.context)
+        else:
+            from adapters.emulator import Emulator
+
+            emulator = Emulator(demo_objects(args.demo, args.mode, args.gate)).start()
+            kube = Kube(emulator.api_client())
+            out = args.kubeconfig_out or str(
+                Path(tempfile.gettempdir()) / "placewise-serve-demo.kubeconfig"
+            )
+            emulator.kubeconfig(out)
+            print(
+                f"embedded API server (demo): {emulator.url}  kubeconfig: {out}",
+                file=sys.stderr,
+            )
+        sidecar = Sidecar(config_from(args, args.listen), kube).start()
+        print(
+            f"placewise serve ({args.mode}) listening on {sidecar.url}"
+            f"{args.prefix}/{{filter,prioritize,preempt,bind}}; "
+            f"/healthz /readyz /metrics /debug/plan",
+            file=sys.stderr,
+        )
+        if emulator is not None and args.mode in ("extender", "binder"):
+            standin = _standin(emulator, sidecar, args)
+        while not stop.wait(0.5):
+            pass
+        sidecar.stop(release=True)
+        return 0
+    finally:
+        if standin is not None:
+            standin.stop()
+        if emulator is not None:
+            emulator.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _standin(emulator: Any, sidecar: Sidecar, args: argparse.Namespace) -> Any:
+    """kube-scheduler's stand-in: calls our extender, or binds pinned pods."""
+    from adapters.emulator import ExtenderConfig, SchedulerStandin
+
+    extenders = []
+    if args.mode == "extender":
+        extenders.append(
+            ExtenderConfig.from_config(
+                {
+                    "urlPrefix": sidecar.url + args.prefix,
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "preemptVerb": "preempt",
+                    "bindVerb": "bind",
+                    "nodeCacheCapable": True,
+                    "weight": 1,
+                    "httpTimeout": "30s",
+                }
+            )
+        )
+    print("kube-scheduler stand-in started (embedded demo only)", file=sys.stderr)
+    return SchedulerStandin(emulator, extenders).start()
