@@ -243,6 +243,19 @@ def http(url: str, body: bytes | None = None) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
+def metric(sc: Sidecar, name: str, **labels: str) -> float:
+    """Sum of a metric's samples (matching labels) scraped from /metrics."""
+    text = http(sc.url + "/metrics")[1].decode()
+    total = 0.0
+    for line in text.splitlines():
+        head, _, value = line.rpartition(" ")
+        if head.split("{", 1)[0] != name:
+            continue
+        if all(f'{k}="{v}"' in head for k, v in labels.items()):
+            total += float(value)
+    return total
+
+
 def debug(sc: Sidecar) -> JSON:
     return dict(json.loads(http(sc.url + "/debug/plan")[1]))
 

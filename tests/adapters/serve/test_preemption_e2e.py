@@ -11,6 +11,7 @@ from tests.adapters.serve.conftest import (
     debug,
     http,
     kueue_group,
+    metric,
     namespace,
     node,
     wait_for,
@@ -22,17 +23,6 @@ PRIORITY_CLASS = {
     "metadata": {"name": "high"},
     "value": 1000,
 }
-
-
-def _metric(sc, name: str, **labels: str) -> float:
-    text = http(sc.url + "/metrics")[1].decode()
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name + "{"):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def test_high_priority_gang_preempts_through_evictions_pdb_blocks_one(harness_factory):
@@ -78,8 +68,7 @@ def test_high_priority_gang_preempts_through_evictions_pdb_blocks_one(harness_fa
     h.create(*high)
     wait_for(
         lambda: (
-            _metric(sc, "placewise_preemptions_total", kind="pod", result="blocked")
-            >= 1
+            metric(sc, "placewise_preemptions_total", kind="pod", result="blocked") >= 1
         ),
         what="PDB refusal",
     )
@@ -105,7 +94,7 @@ def test_high_priority_gang_preempts_through_evictions_pdb_blocks_one(harness_fa
     assert all(
         re.match(r"Preempted by pod \S+ on node n\d", e["note"]) for e in preempted
     )
-    assert _metric(sc, "placewise_preemptions_total", kind="pod", result="evicted") >= 1
+    assert metric(sc, "placewise_preemptions_total", kind="pod", result="evicted") >= 1
 
 
 def test_preempt_verb_answers_plan_victims_on_the_planned_node(harness_factory):
