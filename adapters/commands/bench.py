@@ -19,23 +19,14 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from benchmarks.harness import matrix
-from benchmarks.harness.matrix import Task
-from benchmarks.harness.report import ReportInputs, write_report
-from benchmarks.harness.runner import RunResult, Work, run_tasks
-from benchmarks.harness.simulate import SimulationReport, sim_jobs
-from benchmarks.harness.trace import TraceJob, TraceResult
+
+if TYPE_CHECKING:
+    from benchmarks.harness.runner import Work
 
 QUICK_TIMEOUT = 300.0
 FULL_TIMEOUT = 1800.0
@@ -101,6 +92,12 @@ def _csv(text: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The harness (matplotlib, the solvers) loads only when bench runs.
+    from benchmarks.harness.report import ReportInputs, write_report
+    from benchmarks.harness.runner import RunResult
+    from benchmarks.harness.simulate import SimulationReport, sim_jobs
+    from benchmarks.harness.trace import TraceJob, TraceResult
+
     console = Console(stderr=True)
     try:
         seeds = _seeds(args.seeds, args.quick)
@@ -172,6 +169,17 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def _run_with_progress(console: Console, tasks: list[Work], jobs: int) -> list[Any]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from benchmarks.harness.matrix import Task
+    from benchmarks.harness.runner import run_tasks
+
     columns = (
         TextColumn("[bold]bench"),
         BarColumn(),

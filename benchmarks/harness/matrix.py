@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.generate import GeneratorConfig, generate
-from adapters.loader import RawObject, decode_objects
-from models.errors import InstanceError, Problem
-from models.snapshot import Snapshot, build_snapshot
+if TYPE_CHECKING:
+    from models.snapshot import Snapshot
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -103,6 +101,8 @@ def known_families() -> list[str]:
 
 def hosts_of(family: str) -> int:
     """Host count of a committed family (for ordering and the scale plot)."""
+    from adapters.generate import GeneratorConfig
+
     return GeneratorConfig.from_file(CONFIGS / f"{family}.yaml").node_count
 
 
@@ -147,6 +147,12 @@ def build_tasks(
 
 def generate_snapshot(instance: Instance) -> Snapshot:
     """Generate the instance in memory and decode it as the loader would."""
+    # Imported here so that ``placewise --help`` does not pay for them.
+    from adapters.generate import GeneratorConfig, generate
+    from adapters.loader import RawObject, decode_objects
+    from models.errors import InstanceError, Problem
+    from models.snapshot import build_snapshot
+
     config = GeneratorConfig.from_file(instance.config_path)
     if instance.overrides:
         config = config.with_overrides(**dict(instance.overrides))
