@@ -61,6 +61,10 @@ def register(subparsers: Any) -> None:
                    help="experiments run in parallel processes (default: the "
                    "number of cores, %(default)s); wall times are only "
                    "comparable with --jobs 1")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="CP-SAT search workers per cpsat run, also under --jobs "
+                   "(default: the number of cores, %(default)s, as placewise "
+                   "solve uses)")
     p.add_argument("--timeout", type=float, metavar="SEC",
                    help="give up on one run after SEC seconds "
                    f"(default: {QUICK_TIMEOUT:.0f} quick, {FULL_TIMEOUT:.0f} full)")
@@ -108,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
         if args.jobs < 1:
             raise ValueError("--jobs must be at least 1")
         timeout = args.timeout or (QUICK_TIMEOUT if args.quick else FULL_TIMEOUT)
-        workers = max(1, (os.cpu_count() or 1) // args.jobs)
+        workers = args.workers
+        if workers < 1:
+            raise ValueError("--workers must be at least 1")
         one_seed = frozenset() if args.seeds else matrix.ONE_SEED_FAMILIES
         tasks: list[Work] = list(matrix.build_tasks(
             families, solvers, seeds, args.time_limit, workers, timeout,
@@ -139,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
             "jobs": args.jobs,
             "cpsat workers per run": workers,
             "cores": os.cpu_count() or 1,
+            "code": _revision(),
         },
         trace=trace,
         simulation=SimulationReport.of(sims) if sims else None,
@@ -152,6 +159,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _revision() -> str:
+    """The checkout's commit (``-dirty`` with local changes), for the record."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
+            timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
 def _command(args: argparse.Namespace) -> str:
     parts = ["placewise", "bench"]
     if args.quick:
@@ -160,7 +182,8 @@ def _command(args: argparse.Namespace) -> str:
                         ("--seeds", args.seeds), ("--out", args.out)):
         if value:
             parts += [flag, str(value)]
-    parts += ["--time-limit", f"{args.time_limit:g}", "--jobs", str(args.jobs)]
+    parts += ["--time-limit", f"{args.time_limit:g}", "--jobs", str(args.jobs),
+              "--workers", str(args.workers)]
     if args.simulate:
         parts.append("--simulate")
     if not args.trace:
