@@ -39,6 +39,9 @@ from adapters.serve.solveloop import PlanState
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.binder")
 RETRIES = 4
+SETTLE = 2.0
+"""Seconds after our own bind/rollback of a gang before a half-bound view of it
+is trusted (the watch may still be catching up with our writes)."""
 
 
 class BindError(Exception):
@@ -61,6 +64,8 @@ class Binder:
         self.leading = leading
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._touched: dict[str, float] = {}
+        """gang key -> when this process last bound or rolled it back."""
 
     def lock(self, key: str) -> threading.Lock:
         with self._guard:
@@ -160,6 +165,8 @@ class Binder:
         touched; a member that disappeared makes the gang uncompletable.
         """
         with self.lock(view.key):
+            if time.monotonic() - self._touched.get(view.key, -1e9) < SETTLE:
+                return None  # our own bind just ran: let the cache catch up first
             current: dict[str, JSON | None] = {}
             placed: dict[str, str] = {}
             ours = False
@@ -366,7 +373,7 @@ class Binder:
 
     def _rollback(self, view: GangView, why: str) -> str:
         """Evict every placed member (DELETE if a budget refuses): no half gang."""
-        self.metrics.bind_failures.labels(_cause(why)).inc()
+        self._touched[view.key] = time.monotonic()
         undone = 0
         for pod in view.gang.pods:
             meta = gangmod.meta(pod)
@@ -374,11 +381,8 @@ class Binder:
             current = self.cache.get("Pod", key) or pod
             if node_of(self.cache, current) is None:
                 continue
-            ns, name, uid = (
-                str(meta.get("namespace")),
-                str(meta.get("name")),
-                str(meta.get("uid")),
-            )
+            ns, name = str(meta.get("namespace")), str(meta.get("name"))
+            uid = str(meta.get("uid"))
             try:
                 try:
                     self.kube.evict(ns, name, uid)
@@ -390,22 +394,21 @@ class Binder:
             except ApiError as exc:
                 if exc.status != 404:
                     log.warning("rollback of %s: %s", key, exc)
-        log.warning(
-            "gang %s: bind failed (%s); rolled back %d placed pod(s)",
-            view.key,
-            why,
-            undone,
-        )
+        message = f"bind failed ({why}); rolled back {undone} placed pod(s)"
+        if undone == 0 and "gone" in why:
+            log.info("gang %s: %s", view.key, message)
+            return message  # nothing was placed any more: not a failed bind
+        self.metrics.bind_failures.labels(_cause(why)).inc()
+        log.warning("gang %s: %s", view.key, message)
         for pod in view.gang.pods:
             self.events.event(
                 pod,
                 "FailedScheduling",
-                f"gang {view.key}: bind failed ({why}); "
-                f"rolled back {undone} placed pod(s)",
+                f"gang {view.key}: {message}",
                 action="Scheduling",
                 type_="Warning",
             )
-        return f"bind failed ({why}); rolled back {undone} placed pod(s)"
+        return message
 
 
 def _cause(why: str) -> str:
