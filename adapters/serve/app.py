@@ -129,6 +129,7 @@ class Sidecar:
                 cfg.renew_deadline,
                 cfg.retry_period,
                 on_change=lambda on: self._on_leader(on),
+                follow=cfg.lease_follow,
             )
         self.events = Recorder(kube, cfg.event_component, cfg.identity, self.leading)
         self.builder = SnapshotBuilder(self.cache, cfg, self.managed, self._sources)

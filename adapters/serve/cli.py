@@ -139,6 +139,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="act without holding the Lease (single replica only)",
     )
+    p.add_argument(
+        "--lease-follow",
+        action="store_true",
+        help="act only while this pod's kube-scheduler holds the Lease "
+        "named by --lease-namespace/--lease-name (never write it)",
+    )
     p.add_argument("--lease-namespace", default="default")
     p.add_argument("--lease-name", default="placewise-serve")
     p.add_argument("--identity", help="leader-election identity (default: host-pid)")
@@ -172,6 +178,7 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         gate=args.gate,
         default_topology=tuple(x for x in args.topology_levels.split(",") if x),
         leader_elect=not args.no_leader_elect,
+        lease_follow=args.lease_follow,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
         **extra,

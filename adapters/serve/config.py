@@ -59,6 +59,11 @@ class ServeConfig:
     block and rack labels, so their pods can ask for a required/preferred level."""
     leader_elect: bool = True
     """Only the Lease holder writes; off only for a single replica in tests."""
+    lease_follow: bool = False
+    """Do not hold a Lease of our own: act exactly while the kube-scheduler in
+    the same pod holds its Lease (identity = pod name, its holder is
+    ``<pod name>_<uuid>``), so the active scheduler always talks to the active
+    sidecar."""
     lease_namespace: str = "default"
     lease_name: str = "placewise-serve"
     identity: str = field(default_factory=_identity)

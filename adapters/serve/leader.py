@@ -34,6 +34,7 @@ class LeaderElector:
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
         on_change: Callable[[bool], None] | None = None,
+        follow: bool = False,
     ) -> None:
         self.kube, self.namespace, self.name = kube, namespace, name
         self.identity = identity
@@ -41,6 +42,9 @@ class LeaderElector:
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self.on_change = on_change
+        self.follow = follow
+        """Read-only: lead exactly when kube-scheduler (same pod) holds its own
+        Lease, whose holderIdentity is ``<hostname>_<uuid>``; never write it."""
         self._renewed_at = -1e9  # monotonic time of our last successful write
         self._observed: tuple[str, str] | None = None  # (holder, renewTime)
         self._observed_at = 0.0
@@ -63,7 +67,7 @@ class LeaderElector:
         """Stop; ``release`` hands the lease over at once (graceful shutdown)."""
         self._stop.set()
         self._thread.join(timeout=5)
-        if release and self._leading:
+        if release and self._leading and not self.follow:
             try:
                 lease = self.kube.get(LEASES, self.namespace, self.name)
                 if (
@@ -123,9 +127,27 @@ class LeaderElector:
             )
         return spec
 
+    def _follow(self, lease: JSON | None) -> bool:
+        """Leading iff the holder is us (or our pod's kube-scheduler) and the
+        record is fresh on our clock."""
+        if lease is None:
+            return False
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        self.holder = holder
+        record = (holder, str(spec.get("renewTime") or ""))
+        now = time.monotonic()
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        mine = holder == self.identity or holder.startswith(self.identity + "_")
+        return mine and now - self._observed_at < duration
+
     def _try(self) -> bool:
         """One acquire-or-renew round; True if we hold the lease after it."""
         lease = self.kube.get(LEASES, self.namespace, self.name)
+        if self.follow:
+            return self._follow(lease)
         if lease is None:
             body = {
                 "apiVersion": "coordination.k8s.io/v1",

@@ -21,6 +21,11 @@ from tests.adapters.serve.conftest import (
 NODES = [node(f"n{i}") for i in range(1, 7)]
 
 
+def leads(sc) -> bool:
+    """What the replica reports on /metrics (placewise_is_leader)."""
+    return metric(sc, "placewise_is_leader") == 1
+
+
 def _admitted(sc, *keys: str) -> bool:
     gangs = debug(sc).get("gangs", {})
     return all(gangs.get(k, {}).get("admitted") for k in keys)
@@ -121,7 +126,7 @@ def test_killed_mid_gang_restart_finishes_from_the_recorded_assignment(harness_f
     recorded node: no decision lost, nothing bound twice or elsewhere."""
     h = harness_factory([namespace("ml"), *NODES])
     a = h.sidecar(leader_elect=True, identity="a")
-    wait_for(a.leading, what="a leads")
+    wait_for(lambda: leads(a), what="a leads")
     gang = kueue_group("k", 4, gpus=2)
     h.create(*gang)
     nodes = wait_for(
@@ -153,7 +158,7 @@ def test_killed_mid_gang_restart_finishes_from_the_recorded_assignment(harness_f
         what="b completes the gang",
     )
     assert done == nodes
-    assert b.leading()
+    assert leads(b)
     assert_sound(h, {"k": list(nodes)})
 
 
@@ -162,17 +167,23 @@ def test_two_replicas_only_the_leader_acts_and_failover_finishes(harness_factory
     refuses); when the leader dies the other takes over and binds the rest."""
     h = harness_factory([namespace("ml"), *NODES])
     a = h.sidecar(mode="binder", leader_elect=True, identity="a")
-    wait_for(a.leading, what="a leads")
+    wait_for(lambda: leads(a), what="a leads")
     b = h.sidecar(mode="binder", leader_elect=True, identity="b")
     first = [
         kueue_group(f"x{i}", 2, gpus=2, schedulerName="placewise") for i in range(2)
     ]
     h.create(*[p for g in first for p in g])
     wait_for(lambda: all(h.placement("ml").values()), what="first gangs bound")
-    assert not b.leading()
+    assert not leads(b)
     bind = b'{"PodName":"x0-0","PodNamespace":"ml","PodUID":"u","Node":"n1"}'
-    refused = wait_for(lambda: "(leader: a)" in (r := json.loads(http(
-        b.url + "/scheduler/bind", bind)[1])["Error"]) and r, what="follower refuses")
+    refused = wait_for(
+        lambda: (
+            "(leader: a)"
+            in (r := json.loads(http(b.url + "/scheduler/bind", bind)[1])["Error"])
+            and r
+        ),
+        what="follower refuses",
+    )
     assert refused.startswith("placewise: this replica is not the leader")
     wait_for(lambda: len(h.events("Scheduled")) >= 4, what="events")
     assert {e["reportingInstance"] for e in h.events("Scheduled")} == {"a"}
@@ -186,7 +197,7 @@ def test_two_replicas_only_the_leader_acts_and_failover_finishes(harness_factory
         timeout=15,
         what="b binds after failover",
     )
-    assert b.leading()
+    assert leads(b)
     gangs = {
         g[0]["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]: [
             p["metadata"]["name"] for p in g
@@ -198,3 +209,43 @@ def test_two_replicas_only_the_leader_acts_and_failover_finishes(harness_factory
         lambda: {e["reportingInstance"] for e in h.events("Scheduled")} == {"a", "b"},
         what="b's events",
     )
+
+
+def test_follow_mode_acts_exactly_while_its_kube_scheduler_leads(harness_factory):
+    """--lease-follow: the replica whose pod's kube-scheduler holds the Lease
+    (holder ``<pod>_<uuid>``) acts; the other refuses; a hand-over switches."""
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "placewise-scheduler", "namespace": "default"},
+        "spec": {
+            "holderIdentity": "pod-a_4f1c",
+            "leaseDurationSeconds": 15,
+            "renewTime": "2026-01-01T00:00:00.000000Z",
+        },
+    }
+    h = harness_factory([namespace("ml"), node("n1"), lease])
+    common = {
+        "leader_elect": True,
+        "lease_follow": True,
+        "lease_name": "placewise-scheduler",
+    }
+    a = h.sidecar(identity="pod-a", **common)
+    b = h.sidecar(identity="pod-b", **common)
+    wait_for(lambda: leads(a), what="a follows its scheduler")
+    assert not leads(b)
+    current = json.loads(
+        h.custom.get_namespaced_custom_object(
+            "coordination.k8s.io",
+            "v1",
+            "default",
+            "leases",
+            "placewise-scheduler",
+            _preload_content=False,
+        ).data
+    )
+    current["spec"]["holderIdentity"] = "pod-b_9e2d"
+    h.custom.replace_namespaced_custom_object(
+        "coordination.k8s.io", "v1", "default", "leases", "placewise-scheduler", current
+    )
+    wait_for(lambda: leads(b) and not leads(a), what="hand-over")

@@ -63,7 +63,6 @@ def test_high_priority_gang_preempts_through_evictions_pdb_blocks_one(harness_fa
             "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "low-a"}}},
         },
     )
-    wait_for(lambda: sc.cache.items("PodDisruptionBudget"), what="PDB seen")
     high = kueue_group("high", 2, gpus=4, priorityClassName="high")
     h.create(*high)
     wait_for(
