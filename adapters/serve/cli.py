@@ -70,6 +70,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--context", help="kubeconfig context (default: current)")
     p.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="use the pod's service account (when deployed in-cluster)",
+    )
+    p.add_argument(
         "--listen",
         type=listen_address,
         default=("127.0.0.1", 8888),
@@ -224,7 +229,9 @@ def run(args: argparse.Namespace) -> int:
     emulator: Any = None
     standin: Any = None
     try:
-        if args.kubeconfig:
+        if args.in_cluster:
+            kube = Kube.in_cluster()
+        elif args.kubeconfig:
             kube = Kube.from_kubeconfig(args.kubeconfig, args.context)
         else:
             from adapters.emulator import Emulator

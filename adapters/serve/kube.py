@@ -105,6 +105,13 @@ class Kube:
         )
         return cls(client.ApiClient(configuration=cfg), request_timeout)
 
+    @classmethod
+    def in_cluster(cls, request_timeout: float = 30.0) -> Kube:
+        """The pod's service account (token and CA mounted by the kubelet)."""
+        cfg = client.Configuration()
+        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        return cls(client.ApiClient(configuration=cfg), request_timeout)
+
     def close(self) -> None:
         self.api.close()  # type: ignore[no-untyped-call]
 

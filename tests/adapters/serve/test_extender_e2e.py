@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.adapters.serve.conftest import (
     assert_sound,
     cosched_group,
@@ -135,3 +137,33 @@ def test_gang_that_cannot_fit_fails_every_node_and_vetoes_preemption(harness_fac
     assert [o.result for o in outcomes] == ["unschedulable"] * 3
     assert h.placement("ml")["low"] is not None  # not preempted by the scheduler
     assert all(h.placement("ml")[p["metadata"]["name"]] is None for p in big)
+
+
+def test_deploy_scheduler_config_wires_the_extender(harness_factory):
+    """deploy/scheduler-config.yaml's extender entry (urlPrefix pointed at this
+    sidecar) drives a gang through filter and bind; it scores every node, binds
+    through the extender and only sends pods that request the managed resource."""
+    import yaml
+
+    from adapters.emulator import ExtenderConfig, SchedulerStandin
+
+    root = Path(__file__).resolve().parents[3]
+    (cm,) = yaml.safe_load_all((root / "deploy" / "scheduler-config.yaml").read_text())
+    config = yaml.safe_load(cm["data"]["config.yaml"])
+    assert config["percentageOfNodesToScore"] == 100
+    (entry,) = config["extenders"]
+    assert entry["bindVerb"] == "bind" and entry["nodeCacheCapable"] is True
+    assert [m["name"] for m in entry["managedResources"]] == ["example.com/gpu"]
+    h = harness_factory([namespace("ml"), *NODES[:3]])
+    sc = h.sidecar(scheduler_names=("placewise-scheduler",))
+    entry["urlPrefix"] = sc.url + "/scheduler"
+    gang = kueue_group("g", 2, gpus=2, schedulerName="placewise-scheduler")
+    h.create(*gang)
+    nodes = wait_for(
+        lambda: debug(sc).get("gangs", {}).get("ml/g", {}).get("nodes"), what="plan"
+    )
+    st = SchedulerStandin(
+        h.emu, [ExtenderConfig.from_config(entry)], scheduler_name="placewise-scheduler"
+    )
+    st.run_once()
+    assert h.placement("ml") == nodes
