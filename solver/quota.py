@@ -40,16 +40,24 @@ class QuotaNode:
     lending_limit: dict[FR, int] = field(default_factory=dict)
     subtree: dict[FR, int] = field(default_factory=dict)
     usage: dict[FR, int] = field(default_factory=dict)
+    lq: dict[FR, int] = field(default_factory=dict)
+    """Local quota per fr, precomputed once the subtree quotas are known."""
 
     def local_quota(self, fr: FR) -> int:
         """Quota never visible to the parent: S - lendingLimit (if set)."""
-        lend = self.lending_limit.get(fr)
-        if lend is None:
-            return 0
-        return max(0, self.subtree.get(fr, 0) - lend)
+        return self.lq.get(fr, 0)
+
+    def _compute_lq(self) -> None:
+        self.lq = {
+            fr: max(0, self.subtree.get(fr, 0) - lend)
+            for fr, lend in self.lending_limit.items()
+        }
 
     def local_available(self, fr: FR) -> int:
-        return max(0, self.local_quota(fr) - self.usage.get(fr, 0))
+        lq = self.lq.get(fr, 0)
+        if lq == 0:
+            return 0
+        return max(0, lq - self.usage.get(fr, 0))
 
     @property
     def height(self) -> int:
@@ -96,6 +104,7 @@ class QuotaTree:
         for node in self.nodes.values():
             if node.parent is None:
                 self._compute_subtree(node)
+                node._compute_lq()
         for w in snapshot.running:
             assert w.admission is not None
             self.add_usage(w.admission.cluster_queue, w.usage())
@@ -108,6 +117,7 @@ class QuotaTree:
     def _compute_subtree(self, node: QuotaNode) -> None:
         for child in node.children:
             self._compute_subtree(child)
+            child._compute_lq()
         subtree = dict(node.nominal)
         for child in node.children:
             for fr in set(child.subtree) | set(child.lending_limit):

@@ -79,6 +79,20 @@ def candidate_order(preemptor_cq: str) -> Callable[[WlInfo], tuple[object, ...]]
     return key
 
 
+class _TasMemo:
+    """Remembers the last TAS verdict until a candidate with TAS usage moves:
+    removing a quota-only workload cannot change the placement answer."""
+
+    def __init__(self, check: Callable[[], bool]) -> None:
+        self.check = check
+        self.value: bool | None = None
+
+    def __call__(self) -> bool:
+        if self.value is None:
+            self.value = self.check()
+        return self.value
+
+
 def borrow_forbidden(cq: ClusterQueue) -> bool:
     return cq.preemption.borrow_within_cohort.policy == "Never"
 
@@ -87,6 +101,7 @@ class Preemptor:
     """Target search against the live :class:`ClusterState` (restored after)."""
 
     def __init__(self, state: ClusterState) -> None:
+        self._tas = True
         self.state = state
         self.quota = state.quota
         self.snapshot = state.snapshot
@@ -120,23 +135,123 @@ class Preemptor:
             attempts = [False, True]
         else:
             attempts = [True, False]
+        memo = _TasMemo(tas_fits) if tas_fits is not None else None
         for borrowing in attempts:
-            targets: list[Target] = []
-            removed: list[WlInfo] = []
+            seq, first = self._quota_pass(wl, usage, borrowing, frs_need, candidates)
+            if first is None:
+                continue
+            # Quota-only simulations (the oracle) skip the TAS capacity tables.
+            self._tas = memo is not None
+            try:
+                end = first if memo is None else self._first_tas_fit(seq, first, memo)
+                if end is None:
+                    continue
+                for cand in seq[: end + 1]:
+                    self._remove(cand.info, memo)
+                targets = [Target(c.info, c.variant.reason) for c in seq[: end + 1]]
+                targets = self._fill_back(wl, usage, borrowing, memo, targets)
+                for t in targets:
+                    self._add(t.info, memo)
+                return targets
+            finally:
+                self._tas = True
+        return []
+
+    def _quota_pass(
+        self, wl: WlInfo, usage: Mapping[FR, int], borrowing: bool,
+        frs_need: frozenset[FR], candidates: list[_Candidate],
+    ) -> tuple[list[_Candidate], int | None]:
+        """Kueue's walk with quota only: the valid candidates in order (validity
+        depends on quota alone) and the first prefix after which quota fits.
+
+        Both quota fit and TAS fit only grow as victims are removed, so the
+        first prefix where both hold — Kueue's answer — is the first TAS fit
+        at or after this quota fit; the TAS part is then searched in
+        O(log n) placements instead of one per candidate.
+        """
+        self._tas = False
+        seq: list[_Candidate] = []
+        first: int | None = None
+        try:
             for cand in candidates:
                 if not self._valid(wl, cand, borrowing, frs_need):
                     continue
-                self.state.remove(cand.info)
-                removed.append(cand.info)
-                targets.append(Target(cand.info, cand.variant.reason))
-                if self._fits(wl, usage, borrowing, tas_fits):
-                    targets = self._fill_back(wl, usage, borrowing, tas_fits, targets)
-                    for t in targets:
-                        self.state.add(t.info)
-                    return targets
-            for info in reversed(removed):
-                self.state.add(info)
-        return []
+                self.state.remove(cand.info, tas_too=False)
+                seq.append(cand)
+                if self._fits(wl, usage, borrowing, None):
+                    first = len(seq) - 1
+                    break
+        finally:
+            self.state.move_many([c.info for c in seq], 1, tas_too=False)
+            self._tas = True
+        if first is None:
+            return seq, None
+        # Extend the sequence past the quota fit: later candidates may be
+        # needed for TAS; their validity is judged with the prefix removed.
+        self.state.move_many([c.info for c in seq], -1, tas_too=False)
+        rest = candidates[candidates.index(seq[-1]) + 1:]
+        try:
+            for cand in rest:
+                if not self._valid(wl, cand, borrowing, frs_need):
+                    continue
+                self.state.remove(cand.info, tas_too=False)
+                seq.append(cand)
+        finally:
+            self.state.move_many([c.info for c in seq], 1, tas_too=False)
+        return seq, first
+
+    def _first_tas_fit(
+        self, seq: list[_Candidate], first: int, memo: _TasMemo
+    ) -> int | None:
+        """Smallest i >= first whose prefix seq[:i+1] removed lets TAS fit."""
+        removed = 0
+
+        def fits_with(i: int) -> bool:
+            nonlocal removed
+            if removed < i + 1:
+                self.state.move_many([c.info for c in seq[removed: i + 1]], -1)
+            elif removed > i + 1:
+                self.state.move_many([c.info for c in seq[i + 1: removed]], 1)
+            if removed != i + 1:
+                memo.value = None
+            removed = i + 1
+            return memo()
+
+        try:
+            last = len(seq) - 1
+            lo, step, hi = first, 1, None
+            probe = first
+            while True:
+                if fits_with(probe):
+                    hi = probe
+                    break
+                if probe == last:
+                    return None
+                lo = probe + 1
+                probe = min(first + step, last)
+                step *= 2
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if fits_with(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return hi
+        finally:
+            if removed:
+                self.state.move_many([c.info for c in seq[:removed]], 1)
+                memo.value = None
+
+    def _remove(self, info: WlInfo, memo: _TasMemo | None) -> None:
+        # Without a TAS check only quota matters: skip the capacity tables.
+        self.state.remove(info, tas_too=self._tas)
+        if memo is not None and info.tas:
+            memo.value = None
+
+    def _add(self, info: WlInfo, memo: _TasMemo | None) -> None:
+        self.state.add(info, tas_too=self._tas)
+        if memo is not None and info.tas:
+            memo.value = None
 
     # -- candidate collection ---------------------------------------------
 
@@ -305,13 +420,14 @@ class Preemptor:
         targets: list[Target],
     ) -> list[Target]:
         """Add back all but the last target while the preemptor still fits."""
+        memo = tas_fits if isinstance(tas_fits, _TasMemo) else None
         i = len(targets) - 2
         while i >= 0:
-            self.state.add(targets[i].info)
+            self._add(targets[i].info, memo)
             if self._fits(wl, usage, borrowing, tas_fits):
                 targets[i] = targets[-1]
                 targets.pop()
             else:
-                self.state.remove(targets[i].info)
+                self._remove(targets[i].info, memo)
             i -= 1
         return targets

@@ -27,6 +27,14 @@ class Requeue(Enum):
 IMMEDIATE = {Requeue.FAILED_AFTER_NOMINATION, Requeue.PENDING_PREEMPTION}
 
 
+def shape_of(info: WlInfo) -> tuple[object, ...]:
+    """Kueue's scheduling equivalence hash: what decides admission, not identity."""
+    w = info.obj
+    return (info.cq, w.priority, tuple(
+        (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())),
+         ps.topology, ps.placement) for ps in w.pod_sets))
+
+
 def queue_key(info: WlInfo) -> tuple[int, float, str, str]:
     return (-info.priority, info.queue_ts.timestamp(), info.uid, info.key)
 
@@ -74,6 +82,16 @@ class PendingQueue:
             return False
         self.parked[info.key] = info
         return True
+
+    def park_equivalent(self, info: WlInfo) -> list[WlInfo]:
+        """SchedulingEquivalenceHashing: a NoFit shape parks its twins too."""
+        shape = shape_of(info)
+        twins = [w for w in self.active.values()
+                 if w.key != info.key and shape_of(w) == shape]
+        for w in twins:
+            del self.active[w.key]
+            self.parked[w.key] = w
+        return twins
 
     def retry_parked(self) -> int:
         moved = list(self.parked.values())

@@ -124,7 +124,13 @@ class GreedyScheduler:
         for e in entries:
             if e.status not in (Status.ASSUMED,):
                 self.outcome.reasons[e.info.key] = e.message or "pending"
-                progress |= self.queues[e.info.cq].requeue(e.info, e.requeue)
+                queue = self.queues[e.info.cq]
+                parked = queue.requeue(e.info, e.requeue)
+                progress |= parked
+                if parked and e.requeue in (Requeue.NO_FIT, Requeue.NO_CANDIDATES):
+                    for twin in queue.park_equivalent(e.info):
+                        self.outcome.reasons[twin.key] = (
+                            f"{e.message} (same shape as {e.info.key})")
         self._end_cycle(preempted)
         return progress
 
@@ -172,7 +178,8 @@ class GreedyScheduler:
         requests = fa.tas_requests(asg)
 
         def tas_fits() -> bool:
-            return fa.find_topology(requests).assignments is not None
+            found = fa.state.tas.find_workload_assignments(requests, quiet=True)
+            return found.assignments is not None
 
         return self.preemptor.get_targets(
             fa.wl,

@@ -102,17 +102,46 @@ class ClusterState:
             self.running[info.cq][info.key] = info
 
     def add(self, info: WlInfo, tas_too: bool = True) -> None:
+        """``tas_too=False`` touches quota only: a quota-only simulation (the
+        preemption oracle) must undo with the same flag."""
         self.quota.add_usage(info.cq, info.usage)
         if tas_too:
             for t in info.tas:
                 self.tas.add_usage(t.flavor, t.assignment, t.per_pod)
         self.running[info.cq][info.key] = info
 
-    def remove(self, info: WlInfo) -> None:
+    def remove(self, info: WlInfo, tas_too: bool = True) -> None:
         self.quota.remove_usage(info.cq, info.usage)
-        for t in info.tas:
-            self.tas.remove_usage(t.flavor, t.assignment, t.per_pod)
+        if tas_too:
+            for t in info.tas:
+                self.tas.remove_usage(t.flavor, t.assignment, t.per_pod)
         self.running[info.cq].pop(info.key, None)
+
+    def move_many(self, infos: list[WlInfo], sign: int, tas_too: bool = True) -> None:
+        """Add (1) or remove (-1) several workloads at once.
+
+        Usage is summed per queue first: Kueue's add/remove propagation gives
+        the same tree for one summed change as for the changes one by one (a
+        run of adds, or of removes), and the TAS tables take one update.
+        """
+        per_cq: dict[str, dict[FR, int]] = {}
+        for info in infos:
+            acc = per_cq.setdefault(info.cq, {})
+            for fr, v in info.usage.items():
+                acc[fr] = acc.get(fr, 0) + v
+            if sign > 0:
+                self.running[info.cq][info.key] = info
+            else:
+                self.running[info.cq].pop(info.key, None)
+        for cq, usage in per_cq.items():
+            if sign > 0:
+                self.quota.add_usage(cq, usage)
+            else:
+                self.quota.remove_usage(cq, usage)
+        if tas_too:
+            self.tas.update_many(
+                [(t.flavor, t.assignment, t.per_pod) for i in infos for t in i.tas],
+                sign)
 
     def simulate_removal(self, infos: Iterable[WlInfo]) -> Callable[[], None]:
         removed = [i for i in infos if i.key in self.running.get(i.cq, {})]

@@ -22,6 +22,7 @@ def assign_group(
     leader: TasPodSetRequest | None,
     extra_tolerations: tuple[Toleration, ...],
     demand_of: Callable[[Mapping[str, int]], Demand],
+    quiet: bool = False,
 ) -> dict[str, TopologyAssignment] | str:
     """Kueue's ``findTopologyAssignment`` for one group on capacity ``free``.
 
@@ -61,6 +62,8 @@ def assign_group(
     )
 
     def fail(level: int, fit: int, total: int) -> str:
+        if quiet:
+            return "does not fit"
         leaf_pc = counts.pc[tree.depth - 1]
         stats = Exclusions(
             leaf_filter,

@@ -162,8 +162,12 @@ class TasState:
         *,
         empty: bool = False,
         tolerations: Mapping[str, Sequence[Toleration]] | None = None,
+        quiet: bool = False,
     ) -> TasResult:
         """All TAS flavors of one workload, in flavor-name order.
+
+        ``quiet`` skips composing Kueue's failure message (the preemption
+        search only needs to know whether the workload fits).
 
         Hostname-level flavors share the workload's assumed usage per host,
         as Kueue's cross-flavor ``aggregatedDomainUsages`` does, also when
@@ -174,7 +178,8 @@ class TasState:
         for flavor in sorted(requests):
             extra = tuple((tolerations or {}).get(flavor, ()))
             result = self._find(
-                flavor, requests[flavor], empty, extra, host_assumed, share=True
+                flavor, requests[flavor], empty, extra, host_assumed, share=True,
+                quiet=quiet,
             )
             if result.assignments is None:
                 return result
@@ -189,6 +194,7 @@ class TasState:
         tolerations: tuple[Toleration, ...],
         host_assumed: dict[int, list[int]],
         share: bool = False,
+        quiet: bool = False,
     ) -> TasResult:
         """Groups in order; ``share`` keeps host usage for later flavors."""
         tree = self._trees.get(flavor)
@@ -223,7 +229,7 @@ class TasState:
                 self._assumed(tree, host_assumed, leaf_assumed),
             )
             placed = assign_group(
-                tree, free, workers, leader, tolerations, self._demand
+                tree, free, workers, leader, tolerations, self._demand, quiet
             )
             if isinstance(placed, str):
                 return TasResult(None, placed, workers.name)
@@ -301,6 +307,61 @@ class TasState:
         self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
     ) -> None:
         self._update(flavor, assignment, per_pod, -1)
+
+    def update_many(
+        self,
+        items: Sequence[tuple[str, TopologyAssignment, Mapping[str, int]]],
+        sign: int,
+    ) -> None:
+        """Add (sign 1) or remove (-1) several usages with one table update.
+
+        A preemption search moves many workloads in and out of the
+        simulation; one numpy update per touched table instead of one per
+        workload is what keeps it fast on 10,000 nodes.
+        """
+        per_table: dict[int, tuple[FlavorTree | None, list[int], list[list[int]]]] = {}
+        for flavor, assignment, per_pod in items:
+            tree = self._trees[flavor]
+            vec = self._vector(per_pod)
+            slot = per_table.setdefault(
+                -1 if tree.hostname else id(tree),
+                (None if tree.hostname else tree, [], []))
+            for dom in assignment.domains:
+                if tree.hostname:
+                    key = self._host_index.get(dom.values[-1]) if dom.values else None
+                else:
+                    key = tree.leaf_of(dom.values)
+                if key is None:
+                    continue
+                slot[1].append(key)
+                slot[2].append([clip(sign * v * dom.count) for v in vec])
+        for owner, keys, deltas in per_table.values():
+            if not keys:
+                continue
+            usage = self._host_usage if owner is None else owner.usage
+            idx = np.asarray(keys, dtype=np.int64)
+            np.add.at(usage.T, idx, np.asarray(deltas, dtype=np.int64))
+            rows = np.unique(idx)
+            usage[:, rows] = _clamp(usage[:, rows])
+            self._refresh(owner, rows, usage)
+
+    def _refresh(
+        self, tree: FlavorTree | None, rows: IntArray, usage: IntArray
+    ) -> None:
+        """Recompute remaining capacity of the touched leaves (hosts)."""
+        if tree is not None:
+            tree.rem[:, rows] = _clamp(tree.base[:, rows] - usage[:, rows])
+            tree.fit_cache.changed(rows)
+            return
+        for name, table in self._host_leaf.items():
+            leaves = table[rows]
+            hit = leaves >= 0
+            if not hit.any():
+                continue
+            sel, used = leaves[hit], usage[:, rows[hit]]
+            t = self._trees[name]
+            t.rem[:, sel] = _clamp(t.base[:, sel] - used)
+            t.fit_cache.changed(sel)
 
     def _update(
         self,
