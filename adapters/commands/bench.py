@@ -224,5 +224,8 @@ def _run_with_progress(console: Console, tasks: list[Work], jobs: int) -> list[A
             if not ok:
                 why = getattr(result, "error", "")
                 console.print(f"[red]failed[/red] {label}: {why}")
+            elif not console.is_terminal:  # a log file: one line per run
+                n = int(progress.tasks[0].completed)
+                console.print(f"[{n}/{len(tasks)}] {label} ok")
 
         return run_tasks(tasks, jobs, done)

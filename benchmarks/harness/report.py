@@ -238,12 +238,27 @@ def headline_table(
         if family not in agg:
             continue
         row = [family, _fmt(hosts.get(family)), _fmt(pending.get(family))]
-        for s in solvers:
-            row.append(_cell_text(agg[family].get(s), "net_gpus"))
-        row.append(_cell_text(agg[family].get(LIMIT), "limit_net"))
+        cells = agg[family]
+        if _gpu_free(cells):  # a CPU-only family: count admitted workloads
+            for s in solvers:
+                text = _cell_text(cells.get(s), "admitted_workloads")
+                row.append(text if text in ("-", "FAILED") else f"{text} wl")
+            row.append("-")
+        else:
+            for s in solvers:
+                row.append(_cell_text(cells.get(s), "net_gpus"))
+            row.append(_cell_text(cells.get(LIMIT), "limit_net"))
         row.append(tier_order(agg[family], solvers) or "-")
         lines.append("| " + " | ".join(row) + " |")
     return lines
+
+
+def _gpu_free(cells: Mapping[str, Cell]) -> bool:
+    """No plan and no bound involves a GPU (e.g. Kueue's CPU-only perf shape)."""
+    values = [c.values.get("admitted_gpus") for s, c in cells.items() if s != LIMIT]
+    lim = cells.get(LIMIT)
+    bound = lim.values.get("bound") if lim is not None else None
+    return not any(values) and not bound
 
 
 def tier_order(cells: Mapping[str, Cell], solvers: Sequence[str]) -> str:
@@ -331,8 +346,11 @@ def write_markdown(path: Path, inputs: ReportInputs, plots: Mapping[str, str]) -
     out.append("")
     out.append(
         "Median over seeds. `limit` is the LP upper bound on GPUs running after "
-        "any valid plan minus the GPUs running before it; CPU-only families "
-        "(kueue-tas-perf) show 0 here, see their detail table."
+        "any valid plan minus the GPUs running before it. CPU-only families "
+        "(kueue-tas-perf) count admitted workloads (`wl`) instead. The last "
+        "column ranks the plans by their priority-tier vectors (GPUs per "
+        "priority, highest first, compared lexicographically): what the "
+        "optimizer maximises first, so fewer GPUs can be the better plan."
     )
     out.append("")
     out += headline_table(agg, families, solvers, hosts, pending)
