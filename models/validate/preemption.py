@@ -17,8 +17,11 @@ from models.validate.quota import (
     Amounts,
     NodeId,
     QuotaTree,
+    add_usage,
+    admitted_usage,
     assignment_usage,
     final_usage,
+    running_usage,
 )
 from models.workload import Workload
 
@@ -193,12 +196,20 @@ class _Checker:
     def _borrows_at_end(
         self, cq: ClusterQueue, w: Workload, between: list[NodeId]
     ) -> bool:
-        """The preemptor borrows after the plan, without a lower subtree that
-        holds it (a "hierarchical advantage" ignores borrowWithinCohort)."""
+        """The preemptor borrows once admitted, without a lower subtree that
+        holds it (a "hierarchical advantage" ignores borrowWithinCohort).
+
+        Judged with the running workloads that stay plus the preemptor alone:
+        a plan is a final state without a timeline, and later admissions into
+        the same queue (a later Kueue cycle) must not turn a reclaim that was
+        legal when it happened into a violation.
+        """
         adm = self.ctx.admitted_by_key[w.key]
         frs = set(assignment_usage(adm.entry.pod_set_assignments))
         root = self.tree.root_of(("cq", cq.name))
-        table = {fr: self._amounts(root, fr, True) for fr in frs}
+        usage = running_usage(self.ctx.remaining)
+        add_usage(usage, cq.name, admitted_usage(adm))
+        table = {fr: self.tree.amounts(root, fr, usage) for fr in frs}
         own = ("cq", cq.name)
         if all(t[own].usage <= t[own].subtree for t in table.values()):
             return False

@@ -231,6 +231,7 @@ def check(ctx: Context) -> list[Violation]:
     """Each tree, each flavor-resource: what the plan pushes over quota."""
     tree = QuotaTree(ctx.snap)
     after = final_usage(ctx)
+    before = running_usage(ctx.snap.running)
     added: dict[str, dict[FlavorResource, list[str]]] = {}
     for adm in ctx.admitted:
         if adm.cluster_queue is None:
@@ -249,10 +250,19 @@ def check(ctx: Context) -> list[Violation]:
                     for key in added.get(cq, {}).get(fr, [])
                 )
                 # Removing usage never breaks the linear form (U is monotone),
-                # so a breach the plan adds nothing to was there before it.
-                if culprits:
+                # so a breach the plan adds nothing to was there before it;
+                # nor is one the plan leaves no worse at that node (an
+                # admission inside a queue's lending-private quota).
+                if culprits and _measure(tree, root, b, after) > _measure(
+                        tree, root, b, before):
                     out.append(_violation(tree, root, b, culprits, after))
     return out
+
+
+def _measure(tree: QuotaTree, root: NodeId, b: _Breach, usage: Usage) -> int:
+    """What the breached inequality bounds at ``b.node`` under ``usage``."""
+    a = tree.amounts(root, b.fr, usage)[b.node]
+    return a.usage if b.kind == "root" else max(0, a.usage - a.local)
 
 
 def _name(node: NodeId) -> str:

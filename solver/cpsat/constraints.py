@@ -41,6 +41,7 @@ class Constraints:
         self.data = data
         self.v = v
         self.usage_terms: dict[tuple[str, FR], LinearTerms] = defaultdict(list)
+        self._scales: dict[FR, int] = {}
         """(queue, fr) -> coefficient/variable terms of the queue's usage."""
         self.cq_usage: dict[tuple[str, FR], tuple[LinearTerms, int, int]] = {}
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
@@ -108,12 +109,22 @@ class Constraints:
                 self._node(root, fr, scale)
 
     def _scale(self, fr: FR) -> int:
+        """gcd of everything added to a usage sum before a max(0, .): the
+        coefficients, the constant usages and the local quotas.  Then U - lq
+        is a whole number of units and the scaled model is exact."""
+        if fr in self._scales:
+            return self._scales[fr]
         g = 0
         for (_cq, key), terms in self.usage_terms.items():
             if key == fr:
                 for q, _x in terms:
                     g = gcd(g, abs(q))
-        return g or 1
+        for node in self.data.tree.nodes.values():
+            g = gcd(g, node.local_quota(fr))
+        for usage in self.data.base_usage.values():
+            g = gcd(g, usage.get(fr, 0))
+        self._scales[fr] = g or 1
+        return self._scales[fr]
 
     def _node(self, node: QuotaNode, fr: FR, scale: int) -> tuple[LinearTerms, int]:
         """Usage of ``node`` in units of ``scale``: (terms, constant numerator).

@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 from models.plan import Plan
 from solver.cpsat.constraints import Constraints
 from solver.cpsat.data import ModelData
-from solver.cpsat.objective import Objective, Policy, Terms
+from solver.cpsat.objective import Objective, Policy, Terms, primary_vector
 from solver.cpsat.plan_io import decisions_from_plan, plan_from_values
 from solver.cpsat.variables import Variables
 
@@ -181,6 +181,14 @@ class CPModel:
                 }
             ), []
         got = self.stage_values(values)
+        if floor is None:
+            # Greedy could not be expressed in the model: compare the plans'
+            # priority-tier demand directly, the objective's leading criteria.
+            pol = self.params.policy
+            snap = self.data.snapshot
+            mine = plan_from_values(self.data, self.vars, self.cons, values, reasons)
+            if primary_vector(snap, mine, pol) < primary_vector(snap, greedy, pol):
+                floor = [1 << 62]  # forces the FALLBACK branch below
         if floor is not None and got < floor:
             log.info("cpsat found nothing better than greedy (%s < %s)", got, floor)
             return greedy.model_copy(

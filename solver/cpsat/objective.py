@@ -12,12 +12,15 @@ the earlier ones held at their best found value.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from ortools.sat.python import cp_model
 
+from models.plan import Plan
+from models.snapshot import Snapshot
 from solver.cpsat.constraints import Constraints
 from solver.cpsat.data import PODS, ModelData
 from solver.cpsat.variables import Variables
@@ -70,6 +73,64 @@ class Criterion:
             self.hi += coef * var_hi
         else:
             self.lo += coef * var_hi
+
+
+def capacity(snapshot: Snapshot) -> dict[str, int]:
+    """Cluster-wide size of each resource: what "other demand" is a share of."""
+    cap: dict[str, int] = defaultdict(int)
+    for node in snapshot.nodes.values():
+        for r, q in node.allocatable.items():
+            cap[r] += q
+    for cq in snapshot.cluster_queues.values():
+        for g in cq.resource_groups:
+            for fq in g.flavors:
+                for rq in fq.resources:
+                    cap[rq.name] = max(cap[rq.name], rq.nominal)
+    return cap
+
+
+def other_demand(req: Mapping[str, int], cap: Mapping[str, int], pol: Policy) -> int:
+    total = 0
+    for r, q in req.items():
+        if r in pol.accelerators or r == PODS or q <= 0:
+            continue
+        total += max(1, q * pol.demand_scale // max(cap.get(r, 1), 1))
+    return total
+
+
+def primary_vector(snapshot: Snapshot, plan: Plan, pol: Policy) -> list[int]:
+    """Criteria 1-2 of a plan, computed from the plan alone (no model).
+
+    Used as the floor when the greedy plan cannot be expressed in the model:
+    per tier, highest first, (accelerators, other demand) added by the plan
+    minus what its preemptions take away.
+    """
+    cap = capacity(snapshot)
+    acc: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for a in plan.admissions:
+        w = snapshot.workloads[a.workload]
+        spec = {ps.name: ps for ps in w.pod_sets}
+        for psa in a.pod_set_assignments:
+            ps = spec.get(psa.name)
+            if ps is None:
+                continue
+            acc[w.priority][0] += (
+                sum(q for r, q in ps.requests.items() if r in pol.accelerators)
+                * psa.count
+            )
+            acc[w.priority][1] += other_demand(ps.requests, cap, pol) * psa.count
+    for p in plan.preemptions:
+        v = snapshot.workloads[p.workload]
+        usage: dict[str, int] = defaultdict(int)
+        for (_f, r), q in v.usage().items():
+            usage[r] += q
+        acc[v.priority][0] -= sum(q for r, q in usage.items() if r in pol.accelerators)
+        acc[v.priority][1] -= other_demand(usage, cap, pol)
+    out: list[int] = []
+    tiers = {w.priority for w in snapshot.workloads.values()}
+    for tier in sorted(tiers, reverse=True):
+        out += acc[tier]
+    return out
 
 
 class Objective:
@@ -125,29 +186,12 @@ class Objective:
 
     # -- criteria ------------------------------------------------------------------
 
-    def _capacity(self) -> dict[str, int]:
-        cap: dict[str, int] = defaultdict(int)
-        for node in self.data.snapshot.nodes.values():
-            for r, q in node.allocatable.items():
-                cap[r] += q
-        for cq in self.data.snapshot.cluster_queues.values():
-            for g in cq.resource_groups:
-                for fq in g.flavors:
-                    for rq in fq.resources:
-                        cap[rq.name] = max(cap[rq.name], rq.nominal)
-        return cap
-
     def _demand_per_tier(self) -> None:
         data, pol = self.data, self.policy
-        cap = self._capacity()
+        cap = capacity(data.snapshot)
 
         def other(req: dict[str, int]) -> int:
-            total = 0
-            for r, q in req.items():
-                if r in pol.accelerators or r == PODS or q <= 0:
-                    continue
-                total += max(1, q * pol.demand_scale // max(cap.get(r, 1), 1))
-            return total
+            return other_demand(req, cap, pol)
 
         tiers = sorted(
             {wd.info.priority for wd in data.workloads}

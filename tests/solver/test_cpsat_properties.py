@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import logging
 import os
-from math import gcd
 
 import pytest
 from hypothesis import HealthCheck, Phase, assume, event, given, note, settings
 
 from adapters.loader import snapshot_from_text
-from models.snapshot import Snapshot
 from models.validate import validate
 from solver.cpsat import CpSatParams, solve_cpsat
 from solver.cpsat.data import compile_data
@@ -56,31 +54,6 @@ PHASES = (
 )
 """No shrinking by default: a failing exhaustive example would otherwise
 spend minutes shrinking in CI.  PLACEWISE_SHRINK=1 shrinks locally."""
-
-
-def lending_rounding_risk(snap: Snapshot) -> bool:
-    """The trigger of the known CP-SAT bug pinned by test_lending_limit_*: a
-    queue's localQuota (nominal - lendingLimit) that is not a multiple of the
-    gcd of the requests and running usage on that flavor-resource.
-
-    Only used to keep the properties about *other* faults while that bug is
-    open; remove it (and its two uses) once the reproducers pass.
-    """
-    for cq in snap.cluster_queues.values():
-        for group in cq.resource_groups:
-            for fq in group.flavors:
-                for rq in fq.resources:
-                    if rq.lending_limit is None or rq.nominal <= rq.lending_limit:
-                        continue
-                    g = 0
-                    for w in snap.pending:
-                        for ps in w.pod_sets:
-                            g = gcd(g, ps.requests.get(rq.name, 0))
-                    for w in snap.running:
-                        g = gcd(g, w.usage().get((fq.name, rq.name), 0))
-                    if g > 1 and (rq.nominal - rq.lending_limit) % g:
-                        return True
-    return False
 
 
 @pytest.fixture(autouse=True)
@@ -110,9 +83,6 @@ def test_cpsat_plan_is_valid_and_not_worse_than_greedy(inst: Instance) -> None:
         return
     got, floor = demand_vector(snap, plan), demand_vector(snap, greedy)
     note(f"cpsat {got} greedy {floor}")
-    if got < floor and lending_rounding_risk(snap):
-        event("known bug: lending-limit rounding (test_lending_limit_*)")
-        return
     assert got >= floor
 
 
@@ -140,9 +110,6 @@ def test_cpsat_optimum_matches_exhaustive_search(inst: Instance) -> None:
     if not validate(snap, greedy):
         assert demand_vector(snap, greedy) <= best.vector
     if plan.solver.status == "OPTIMAL":
-        if got != best.vector and lending_rounding_risk(snap):
-            event("known bug: lending-limit rounding (test_lending_limit_*)")
-            return
         assert got == best.vector, (
             f"CP-SAT proved {got} optimal, but {best.plan.to_dict()} reaches "
             f"{best.vector}"
@@ -199,9 +166,6 @@ w needs 4 GPUs: 1 from cq's local quota and 3 passed up, exactly the
 cohort's 3 — Kueue (Available = 1 + 3 = 4) and the greedy admit it."""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "CP-SAT bug: Constraints._limits rounds max(0, U - localQuota) up to whole "
-    "gcd-scaled units, forbidding plans Kueue and the validator accept"))
 def test_lending_limit_admission_is_representable() -> None:
     """The model must accept the greedy's (Kueue's) plan for LENDING_SCALE.
 
@@ -220,9 +184,6 @@ def test_lending_limit_admission_is_representable() -> None:
     assert model.complete(greedy) is not None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "CP-SAT bug: the lending-limit rounding, and no greedy floor on a cold "
-    "start, return an empty plan as OPTIMAL where the greedy admits w"))
 def test_lending_limit_plan_not_worse_than_greedy() -> None:
     """On LENDING_SCALE CP-SAT must admit w, as the greedy does.
 
@@ -332,9 +293,6 @@ was admitted).  w fits in cq1's private quota: Kueue's Available(cq1) is
 2 + (1 - 2) = 1, and both solvers admit it."""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "validator: a pre-existing cohort overrun is blamed on an admission that "
-    "stays inside its queue's lendingLimit-private quota"))
 def test_validator_accepts_admission_inside_private_quota() -> None:
     """The validator must accept both solvers' plan for OVER_QUOTA_START.
 
@@ -441,9 +399,6 @@ b (0, running 'borrower' holds 8 borrowed GPUs) and c (4, idle).  Cycle 1:
 (4), borrowing c's idle quota."""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "validator: borrowWithinCohort is judged on the final usage of a "
-    "multi-cycle plan, not when the preemptor was admitted"))
 def test_validator_judges_reclaim_when_it_happened() -> None:
     """The validator must accept the greedy's three-cycle plan for BORROW_LATER.
 
