@@ -260,3 +260,20 @@ def test_kube_default_is_deterministic_for_a_seed(family_snapshots):
     a = run_kube_default(s, seed=3).plan
     b = run_kube_default(s, seed=3).plan
     assert a.model_copy(update={"solver": b.solver}) == b
+
+
+def test_plans_are_valid_on_every_kueue_case():
+    """Kueue's own unit-test instances cover corners the families do not
+    (inactive queues, cohort trees, slices that cannot nest, taints)."""
+    from tests.kueue_cases import case_id, instance_path, list_cases
+
+    cases = list_cases()
+    if not cases:
+        pytest.skip("../shared/kueue-cases is not beside the checkout")
+    bad = []
+    for case in cases:
+        s = load_snapshot([instance_path(case)])
+        for name in BASELINES:
+            plan = run_baseline(name, s, seed=0).plan
+            bad += [f"{case_id(case)} {name}: {v}" for v in validate(s, plan)[:1]]
+    assert bad == []
