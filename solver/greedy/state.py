@@ -15,6 +15,7 @@ from models.snapshot import Snapshot
 from models.workload import PodSetAssignment, TopologyAssignment, Workload
 from solver.quota import FR, QuotaTree
 from solver.tas import TasState
+from solver.tas.state import Prepared
 
 
 @dataclass(slots=True)
@@ -22,6 +23,9 @@ class TasUsage:
     flavor: str
     assignment: TopologyAssignment
     per_pod: dict[str, int]
+    prepared: Prepared | None = None
+    """Cached table deltas: a running workload moves in and out of
+    preemption simulations many times."""
 
 
 @dataclass(slots=True, eq=False)
@@ -35,9 +39,10 @@ class WlInfo:
     tas: list[TasUsage] = field(default_factory=list)
     evicted: bool = False
 
-    @property
-    def key(self) -> str:
-        return self.obj.key
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = self.obj.key  # hot: read millions of times per large run
 
     @property
     def priority(self) -> int:
@@ -101,20 +106,26 @@ class ClusterState:
             info = running_info(snapshot, w)
             self.running[info.cq][info.key] = info
 
+    def prepared(self, info: WlInfo) -> list[Prepared]:
+        out = []
+        for t in info.tas:
+            if t.prepared is None:
+                t.prepared = self.tas.prepare(t.flavor, t.assignment, t.per_pod)
+            out.append(t.prepared)
+        return out
+
     def add(self, info: WlInfo, tas_too: bool = True) -> None:
         """``tas_too=False`` touches quota only: a quota-only simulation (the
         preemption oracle) must undo with the same flag."""
         self.quota.add_usage(info.cq, info.usage)
-        if tas_too:
-            for t in info.tas:
-                self.tas.add_usage(t.flavor, t.assignment, t.per_pod)
+        if tas_too and info.tas:
+            self.tas.apply(self.prepared(info), 1)
         self.running[info.cq][info.key] = info
 
     def remove(self, info: WlInfo, tas_too: bool = True) -> None:
         self.quota.remove_usage(info.cq, info.usage)
-        if tas_too:
-            for t in info.tas:
-                self.tas.remove_usage(t.flavor, t.assignment, t.per_pod)
+        if tas_too and info.tas:
+            self.tas.apply(self.prepared(info), -1)
         self.running[info.cq].pop(info.key, None)
 
     def move_many(self, infos: list[WlInfo], sign: int, tas_too: bool = True) -> None:
@@ -139,9 +150,7 @@ class ClusterState:
             else:
                 self.quota.remove_usage(cq, usage)
         if tas_too:
-            self.tas.update_many(
-                [(t.flavor, t.assignment, t.per_pod) for i in infos for t in i.tas],
-                sign)
+            self.tas.apply([p for i in infos for p in self.prepared(i)], sign)
 
     def simulate_removal(self, infos: Iterable[WlInfo]) -> Callable[[], None]:
         removed = [i for i in infos if i.key in self.running.get(i.cq, {})]
