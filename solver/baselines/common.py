@@ -139,6 +139,7 @@ class BaselineScheduler(ABC):
     quota admission without TAS picks one flavor, then pods are on their own)."""
 
     def __init__(self, snapshot: Snapshot, seed: int = 0) -> None:
+        self._start = time.perf_counter()
         self.snap = snapshot
         self.seed = seed
         self.quota = QuotaTree(snapshot)
@@ -151,7 +152,6 @@ class BaselineScheduler(ABC):
     # -- the walk ---------------------------------------------------------
 
     def run(self) -> BaselineOutcome:
-        start = time.perf_counter()
         blocked_strict: dict[str, str] = {}
         for w in sorted(self.snap.pending, key=queue_order):
             why = self.snap.blocked_reason(w)
@@ -169,7 +169,7 @@ class BaselineScheduler(ABC):
             cq = self.snap.cluster_queues[cq_name]
             if not self._admit(w, cq) and cq.queueing_strategy == "StrictFIFO":
                 blocked_strict[cq_name] = w.key
-        plan = self._plan(time.perf_counter() - start)
+        plan = self._plan(time.perf_counter() - self._start)
         return BaselineOutcome(plan=plan, partial=list(self.partial))
 
     def _admit(self, w: Workload, cq: ClusterQueue) -> bool:
