@@ -79,18 +79,46 @@ def candidate_order(preemptor_cq: str) -> Callable[[WlInfo], tuple[object, ...]]
     return key
 
 
-class _TasMemo:
-    """Remembers the last TAS verdict until a candidate with TAS usage moves:
-    removing a quota-only workload cannot change the placement answer."""
+TasCheck = Callable[[], frozenset[str] | None]
+"""Places the preemptor on the current state: the leaves it would use
+(last domain value), or None when it does not fit."""
 
-    def __init__(self, check: Callable[[], bool]) -> None:
+
+class _TasMemo:
+    """The last TAS verdict, kept while it provably holds.
+
+    Kueue's placement succeeds iff some domain's capacity counts cover the
+    request, and counts only grow with free capacity.  So freeing capacity
+    (removing a victim) keeps a fit a fit, taking capacity (adding one back)
+    keeps a misfit a misfit, and taking capacity only on leaves the last
+    successful placement did not use keeps that placement, hence the fit.
+    Only the other moves need a new placement.
+    """
+
+    def __init__(self, check: TasCheck) -> None:
         self.check = check
         self.value: bool | None = None
+        self.used: frozenset[str] = frozenset()
 
     def __call__(self) -> bool:
         if self.value is None:
-            self.value = self.check()
+            used = self.check()
+            self.value = used is not None
+            self.used = used or frozenset()
         return self.value
+
+    def freed(self, info: WlInfo) -> None:
+        if info.tas and self.value is False:
+            self.value = None
+
+    def taken(self, info: WlInfo) -> None:
+        if not info.tas or self.value is not True:
+            return
+        for t in info.tas:
+            for d in t.assignment.domains:
+                if d.values and d.values[-1] in self.used:
+                    self.value = None
+                    return
 
 
 def borrow_forbidden(cq: ClusterQueue) -> bool:
@@ -111,7 +139,7 @@ class Preemptor:
         wl: WlInfo,
         usage: Mapping[FR, int],
         frs_need: frozenset[FR],
-        tas_fits: Callable[[], bool] | None = None,
+        tas_fits: TasCheck | None = None,
     ) -> list[Target]:
         cq = self.snapshot.cluster_queues[wl.cq]
         same = self._same_queue(wl, cq, frs_need)
@@ -209,11 +237,15 @@ class Preemptor:
         def fits_with(i: int) -> bool:
             nonlocal removed
             if removed < i + 1:
-                self.state.move_many([c.info for c in seq[removed: i + 1]], -1)
+                moved = [c.info for c in seq[removed: i + 1]]
+                self.state.move_many(moved, -1)
+                for info in moved:
+                    memo.freed(info)
             elif removed > i + 1:
-                self.state.move_many([c.info for c in seq[i + 1: removed]], 1)
-            if removed != i + 1:
-                memo.value = None
+                moved = [c.info for c in seq[i + 1: removed]]
+                self.state.move_many(moved, 1)
+                for info in moved:
+                    memo.taken(info)
             removed = i + 1
             return memo()
 
@@ -245,13 +277,13 @@ class Preemptor:
     def _remove(self, info: WlInfo, memo: _TasMemo | None) -> None:
         # Without a TAS check only quota matters: skip the capacity tables.
         self.state.remove(info, tas_too=self._tas)
-        if memo is not None and info.tas:
-            memo.value = None
+        if memo is not None:
+            memo.freed(info)
 
     def _add(self, info: WlInfo, memo: _TasMemo | None) -> None:
         self.state.add(info, tas_too=self._tas)
-        if memo is not None and info.tas:
-            memo.value = None
+        if memo is not None:
+            memo.taken(info)
 
     # -- candidate collection ---------------------------------------------
 

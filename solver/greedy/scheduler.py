@@ -177,9 +177,12 @@ class GreedyScheduler:
     def _targets(self, fa: FlavorAssigner, asg: Assignment) -> list[Target]:
         requests = fa.tas_requests(asg)
 
-        def tas_fits() -> bool:
+        def tas_fits() -> frozenset[str] | None:
             found = fa.state.tas.find_workload_assignments(requests, quiet=True)
-            return found.assignments is not None
+            if found.assignments is None:
+                return None
+            return frozenset(d.values[-1] for ta in found.assignments.values()
+                             for d in ta.domains if d.values)
 
         return self.preemptor.get_targets(
             fa.wl,
