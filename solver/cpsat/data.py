@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from models.cluster import HOSTNAME_LABEL, ClusterQueue
 from models.plan import PlanAdmission, PlanPreemption
@@ -24,6 +28,8 @@ from solver.greedy.preemption import satisfies_policy
 from solver.greedy.state import WlInfo, running_info
 from solver.quota import FR, QuotaNode, QuotaTree
 
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 PODS = "pods"
 MAX_REQUEST = 1 << 50
 """Pod-set requests above this stay out of the model (coefficients must fit
@@ -134,6 +140,8 @@ class ModelData:
     max_leaves: int | None = None
     """Cap on candidate leaves per pod set and flavor (large instances)."""
     fixed_admissions: list[PlanAdmission] = field(default_factory=list)
+    cache: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    """Per-solve memo of derived arrays (leaf capacity, node masks)."""
     """Admissions decided outside the model (e.g. by greedy for workloads the
     model cannot express); they are part of the returned plan."""
 
@@ -358,46 +366,76 @@ def _borrowing(node: QuotaNode, fr: FR) -> bool:
 
 
 def _add_pairs(data: ModelData) -> None:
-    """Which pending workload may evict which running one (the validator's rules)."""
+    """Which pending workload may evict which running one (the validator's rules).
+
+    The structural part (same tree, common ancestor, which flavor-resources
+    every queue below it borrows) depends only on the two queues, so it is
+    computed once per queue pair; the per-workload part is the priority
+    policy and the shared flavor-resources.
+    """
     tree, snap = data.tree, data.snapshot
+    frs_of = [frozenset(candidate_frs(data, wd)) for wd in data.workloads]
+    by_cq: dict[str, list[WorkloadData]] = {}
+    for wd in data.workloads:
+        by_cq.setdefault(wd.cq.name, []).append(wd)
+    paths: dict[str, list[QuotaNode]] = {}
+
+    def path(cq: str) -> list[QuotaNode]:
+        if cq not in paths:
+            paths[cq] = _path(tree.node(cq))
+        return paths[cq]
+
+    below_cache: dict[tuple[str, str], list[QuotaNode] | None] = {}
+
+    def below(vcq: str, wcq: str) -> list[QuotaNode] | None:
+        """Nodes from the victim's queue up to (excluding) the common ancestor."""
+        key = (vcq, wcq)
+        if key not in below_cache:
+            mine, theirs = path(wcq), path(vcq)
+            lca = next((n for n in theirs if n in mine), None)
+            below_cache[key] = (
+                None
+                if lca is None or len(theirs) == 1
+                else (theirs[: theirs.index(lca)])
+            )
+        return below_cache[key]
+
     for v in data.victims:
         vcq = v.info.cq
         if not snap.is_active(vcq):
             continue
-        vnode = tree.node(vcq)
-        for wd in data.workloads:
-            cq = wd.cq
-            frs = frozenset(candidate_frs(data, wd) & v.info.frs)
-            if not frs:
+        for wcq, members in by_cq.items():
+            cq = members[0].cq
+            same = vcq == wcq
+            nodes = None if same else below(vcq, wcq)
+            if not same and nodes is None:
                 continue
-            if vcq == cq.name:
-                if satisfies_policy(
-                    wd.info, v.info, cq.preemption.within_cluster_queue
-                ):
-                    data.pairs.setdefault(v.idx, []).append((wd.idx, frs, False))
-                continue
-            if tree.root(vcq) is not tree.root(cq.name) or vnode.parent is None:
-                continue
-            if not satisfies_policy(
-                wd.info, v.info, cq.preemption.reclaim_within_cohort
-            ):
-                continue
-            mine = _path(tree.node(cq.name))
-            lca = next((n for n in _path(vnode) if n in mine), None)
-            if lca is None:
-                continue
-            below = _path(vnode)[: _path(vnode).index(lca)]
-            ok = frozenset(fr for fr in frs if all(_borrowing(n, fr) for n in below))
-            if not ok:
-                continue
-            bwc = cq.preemption.borrow_within_cohort
-            thr = bwc.max_priority_threshold
-            borrow_ok = (
-                bwc.policy == "LowerPriority"
-                and v.info.priority < wd.info.priority
-                and (thr is None or v.info.priority <= thr)
+            policy = (
+                cq.preemption.within_cluster_queue
+                if same
+                else cq.preemption.reclaim_within_cohort
             )
-            data.pairs.setdefault(v.idx, []).append((wd.idx, ok, not borrow_ok))
+            for wd in members:
+                frs = frs_of[wd.idx] & v.info.frs
+                if not frs or not satisfies_policy(wd.info, v.info, policy):
+                    continue
+                if same:
+                    data.pairs.setdefault(v.idx, []).append((wd.idx, frs, False))
+                    continue
+                assert nodes is not None
+                ok = frozenset(
+                    fr for fr in frs if all(_borrowing(n, fr) for n in nodes)
+                )
+                if not ok:
+                    continue
+                bwc = cq.preemption.borrow_within_cohort
+                thr = bwc.max_priority_threshold
+                borrow_ok = (
+                    bwc.policy == "LowerPriority"
+                    and v.info.priority < wd.info.priority
+                    and (thr is None or v.info.priority <= thr)
+                )
+                data.pairs.setdefault(v.idx, []).append((wd.idx, ok, not borrow_ok))
 
 
 def _path(node: QuotaNode) -> list[QuotaNode]:
@@ -446,3 +484,82 @@ def leaf_fit(
             continue
         best = min(best, max(0, have) // need)
     return best
+
+
+_CLIP = 1 << 62
+
+
+def leaf_fits(
+    data: ModelData,
+    pd: PodSetData,
+    flavor: str,
+    release: dict[int, dict[str, int]],
+) -> list[tuple[int, int]]:
+    """(pods that fit, leaf) for every leaf of ``flavor`` where at least one
+    pod of ``pd`` fits, counting what preemptions could release there.
+
+    Vectorised over leaves: a 10,000-node flavor times hundreds of pod sets
+    is millions of leaf checks.
+    """
+    topo = data.topos[flavor]
+    leaves = np.asarray(topo.leaves, dtype=np.int64)
+    if not len(leaves):
+        return []
+    fit = np.full(len(leaves), pd.count, dtype=np.int64)
+    per_pod = dict(pd.ps.requests)
+    per_pod[PODS] = 1
+    for r, need in per_pod.items():
+        if need <= 0:
+            continue
+        have = _have(data, flavor, r, release)
+        bounded = have < _CLIP
+        fit = np.where(bounded, np.minimum(fit, np.maximum(have, 0) // need), fit)
+    if topo.hostname:
+        fit[~_node_mask(data, flavor, pd)] = 0
+    if data.allowed_nodes is not None:
+        allowed = np.asarray(
+            [data.leaves[leaf].node in data.allowed_nodes for leaf in topo.leaves]
+        )
+        fit[~allowed] = 0
+    keep = np.nonzero(fit > 0)[0]
+    return [(int(fit[i]), int(leaves[i])) for i in keep]
+
+
+def _have(
+    data: ModelData, flavor: str, r: str, release: dict[int, dict[str, int]]
+) -> IntArray:
+    key = (flavor, r)
+    cache = data.cache.setdefault("have", {})
+    if key not in cache:
+        cache[key] = np.asarray(
+            [
+                min(
+                    _CLIP,
+                    data.leaves[leaf].free.get(r, 0) + release.get(leaf, {}).get(r, 0),
+                )
+                for leaf in data.topos[flavor].leaves
+            ],
+            dtype=np.int64,
+        )
+    out: IntArray = cache[key]
+    return out
+
+
+def _node_mask(data: ModelData, flavor: str, pd: PodSetData) -> BoolArray:
+    """Hostname leaves the pod's tolerations, selector and affinity allow."""
+    key = (flavor, pd.ps.placement)
+    cache = data.cache.setdefault("mask", {})
+    if key not in cache:
+        fl = data.snapshot.flavors[flavor]
+        tolerations = pd.ps.placement.tolerations + fl.tolerations
+        ok = []
+        for leaf in data.topos[flavor].leaves:
+            node = data.snapshot.nodes.get(data.leaves[leaf].node or "")
+            ok.append(
+                node is not None
+                and not untolerated(node.taints, tolerations)
+                and pd.ps.placement.matches_node(node.labels, node.name)
+            )
+        cache[key] = np.asarray(ok, dtype=bool)
+    out: BoolArray = cache[key]
+    return out

@@ -91,11 +91,14 @@ def decisions_from_plan(
                 return None
     victims = {p.workload: p for p in plan.preemptions}
     by_key = {wd.key: wd.idx for wd in data.workloads}
+    pairs_of: dict[int, list[int]] = {}
+    for w, vi in v.pairs:
+        pairs_of.setdefault(vi, []).append(w)
     for vd, x in zip(data.victims, v.victims, strict=True):
         pre = victims.get(vd.info.key)
         out[x.index] = int(pre is not None)
         chosen_w = by_key.get(pre.preemptor) if pre else None
-        mine = [w for (w, vi) in v.pairs if vi == vd.idx]
+        mine = pairs_of.get(vd.idx, [])
         admitted_w = [w for w in mine if out[v.workloads[w].admit.index]]
         if pre is not None and chosen_w not in admitted_w:
             # The named preemptor was not admitted (Kueue let another workload

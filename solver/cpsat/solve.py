@@ -18,6 +18,7 @@ from models.snapshot import Snapshot
 from solver.cpsat.data import ModelData, admitted_info, compile_data
 from solver.cpsat.lns import improve
 from solver.cpsat.model import CPModel, CpSatParams
+from solver.eligibility import requests_tas
 from solver.greedy.solver import outcome_to_plan, run_greedy
 
 log = logging.getLogger("placewise.cpsat")
@@ -29,21 +30,28 @@ RESIDUAL_LEAVES = 128
 """Candidate leaves kept per pod set and flavor in residual mode."""
 
 
-def placement_cells(data: ModelData) -> int:
+def placement_cells(snapshot: Snapshot) -> int:
+    """Estimated pod-set x leaf cells of the full model, without building it."""
+    nodes: dict[str, int] = {}
     cells = 0
-    for pd in data.pod_sets:
-        if not pd.tas:
-            continue
-        gd = data.groups[pd.group]
-        flavors = {f for fl in gd.flavors.values() for f in fl if f in data.topos}
-        cells += sum(len(data.topos[f].leaves) for f in flavors)
+    for w in snapshot.admissible():
+        cq = snapshot.cluster_queues[snapshot.cluster_queue_of(w) or ""]
+        tas = [
+            f
+            for f in cq.flavor_names
+            if f in snapshot.flavors and snapshot.flavors[f].is_tas
+        ]
+        for f in tas:
+            if f not in nodes:
+                nodes[f] = len(snapshot.flavor_nodes(snapshot.flavors[f]))
+        per_set = sum(nodes[f] for f in tas)
+        cells += per_set * sum(1 for ps in w.pod_sets if requests_tas(ps, snapshot, cq))
     return cells
 
 
 def _compile(snapshot: Snapshot, greedy: Plan) -> ModelData:
-    data = compile_data(snapshot)
     admitted = {a.workload: a for a in greedy.admissions}
-    if placement_cells(data) > LARGE:
+    if placement_cells(snapshot) > LARGE:
         log.info("large instance: solving what the greedy left pending")
         data = compile_data(
             snapshot,
@@ -55,6 +63,7 @@ def _compile(snapshot: Snapshot, greedy: Plan) -> ModelData:
         data.fixed_preemptions = list(greedy.preemptions)
         data.max_leaves = RESIDUAL_LEAVES
         return data
+    data = compile_data(snapshot)
     keep = [admitted[k] for k in sorted(data.unsupported) if k in admitted]
     if keep:
         # Workloads the model cannot express keep the greedy's decision.

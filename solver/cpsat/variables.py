@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solver.cpsat.data import ModelData, PodSetData, leaf_fit
+from solver.cpsat.data import ModelData, PodSetData, leaf_fits
 
 
 @dataclass(slots=True)
@@ -85,18 +85,7 @@ class Variables:
             var = self.pod_sets[pd.idx]
             flavors = {f for (_rg, f) in var.u if f in data.topos}
             for f in sorted(flavors):
-                release = self._release_bound()
-                fits = []
-                for leaf in data.topos[f].leaves:
-                    node = data.leaves[leaf].node
-                    if (
-                        data.allowed_nodes is not None
-                        and node not in data.allowed_nodes
-                    ):
-                        continue
-                    fit = leaf_fit(data, pd, f, leaf, release.get(leaf))
-                    if fit > 0:
-                        fits.append((fit, leaf))
+                fits = leaf_fits(data, pd, f, self._release_bound())
                 cap = data.max_leaves
                 if cap is not None and len(fits) > cap:
                     # Large instances: keep the leaves that hold the most pods.
