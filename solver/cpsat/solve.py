@@ -74,13 +74,36 @@ def _compile(snapshot: Snapshot, greedy: Plan) -> ModelData:
     return data
 
 
+MIN_BUDGET = 0.5
+"""Seconds below which CP-SAT is not started (the greedy plan is returned)."""
+
+
+def _fallback(greedy: Plan, start: float, why: str) -> Plan:
+    log.warning("cpsat: %s; returning the greedy plan", why)
+    return greedy.model_copy(
+        update={
+            "solver": greedy.solver.model_copy(
+                update={
+                    "name": "cpsat",
+                    "status": "FALLBACK",
+                    "wall_seconds": time.perf_counter() - start,
+                }
+            )
+        }
+    )
+
+
 def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     params = params or CpSatParams()
     start = time.perf_counter()
     outcome = run_greedy(snapshot)
     greedy = outcome_to_plan(snapshot, outcome, "greedy", time.perf_counter() - start)
+    if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
+        return _fallback(greedy, start, "the greedy warm start used the time limit")
     data = _compile(snapshot, greedy)
-    budget = max(params.time_limit - (time.perf_counter() - start), 0.1)
+    budget = params.time_limit - (time.perf_counter() - start)
+    if budget < MIN_BUDGET:
+        return _fallback(greedy, start, "compiling the model used the time limit")
     model = CPModel(
         data,
         CpSatParams(
