@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from adapters.serve.binder import Binder
 from adapters.serve.config import ServeConfig
@@ -25,6 +27,8 @@ from adapters.serve.preempt import Preemptor
 from adapters.serve.solveloop import PlanState, SolveLoop
 
 log = logging.getLogger("placewise.serve.actuator")
+MIN_INTERVAL = 0.2
+STALE_REPLAN = 1.0
 
 
 class Actuator:
@@ -48,6 +52,8 @@ class Actuator:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="actuator", daemon=True)
         self.ticks = 0
+        self._gangs = ThreadPoolExecutor(4, thread_name_prefix="gang")
+        self._replanned_at = 0.0
 
     def start(self) -> Actuator:
         self._thread.start()
@@ -60,6 +66,7 @@ class Actuator:
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
+        self._gangs.shutdown(wait=True, cancel_futures=True)
 
     def poke(self) -> None:
         """A new plan was published: act on it now."""
@@ -73,6 +80,8 @@ class Actuator:
                 gen = self.cache.generation
             else:
                 gen = self.cache.wait(gen, timeout=self.cfg.resync)
+                # Coalesce bursts (every bind is a change): at most ~5 ticks/s.
+                self._stop.wait(MIN_INTERVAL)
             self._wake.clear()
             state = self.loop.state
             if state is None or self._stop.is_set():
@@ -91,6 +100,7 @@ class Actuator:
             for key, gp in state.gangs.items()
             if gp.admitted
         }
+        self._replan_if_stale(state)
         if not self.leading():
             return
         self.preemptor.act(state)
@@ -98,14 +108,42 @@ class Actuator:
             if view.state == "partial" and self.leading():
                 self.binder.complete(view)
         if self.cfg.mode == "binder":
-            for key, blocker in sorted(self.blockers.items()):
-                if blocker is None and self.leading():
-                    reason = self.binder.bind_gang(state, key)
-                    if reason is not None:
-                        log.info("gang %s not bound: %s", key, reason)
+            ready = [k for k, why in sorted(self.blockers.items()) if why is None]
+            for key, reason in zip(
+                ready,
+                self._gangs.map(lambda k: self.binder.bind_gang(state, k), ready),
+                strict=True,
+            ):
+                if reason is not None:
+                    log.info("gang %s not bound: %s", key, reason)
         if self.admitter is not None:
             self.admitter.act(state)
         self._report_pending(state)
+
+    def _replan_if_stale(self, state: PlanState) -> None:
+        """A gang blocked by something other than its victims means the plan
+        no longer matches the cluster (a gang bound under the previous plan
+        while this one was computed, a pod someone else placed): re-solve, at
+        most every ``STALE_REPLAN`` seconds."""
+        stale = [
+            key
+            for key, why in self.blockers.items()
+            if why is not None and not why.startswith("waiting for")
+        ]
+        now = time.monotonic()
+        if (
+            stale
+            and now - self._replanned_at > STALE_REPLAN
+            and state.solved_at < now - STALE_REPLAN
+        ):
+            self._replanned_at = now
+            log.info(
+                "plan is stale for %d gang(s) (%s: %s); re-solving",
+                len(stale),
+                stale[0],
+                self.blockers[stale[0]],
+            )
+            self.cache.touch()
 
     def _report_pending(self, state: PlanState) -> None:
         for key, gp in sorted(state.gangs.items()):

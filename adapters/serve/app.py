@@ -28,7 +28,7 @@ from adapters.serve.leader import LeaderElector
 from adapters.serve.metrics import Metrics
 from adapters.serve.preempt import Preemptor
 from adapters.serve.server import Endpoints, HttpServer
-from adapters.serve.snapshot import SnapshotBuilder
+from adapters.serve.snapshot import SnapshotBuilder, node_of
 from adapters.serve.solveloop import PlanState, SolveLoop
 
 JSON = dict[str, Any]
@@ -293,6 +293,7 @@ class Sidecar:
         if self.http is not None:
             self.http.stop()
         self.events.stop()
+        self.binder.stop()
         for inf in self.informers:
             inf.join(2)
 
@@ -354,6 +355,15 @@ class Sidecar:
             for key, gp in state.gangs.items()
         }
         out["running"] = sorted(
-            k for k, v in state.built.gangs.items() if v.state == "running"
+            k for k, v in state.built.gangs.items() if self._bound_now(v.gang)
         )
         return out
+
+    def _bound_now(self, gang: gangmod.Gang) -> bool:
+        """Every member placed, per the cache now (binds do not re-solve)."""
+        for pod in gang.pods:
+            name = gangmod.meta(pod).get("name")
+            current = self.cache.get("Pod", f"{gang.namespace}/{name}")
+            if current is None or node_of(self.cache, current) is None:
+                return False
+        return True

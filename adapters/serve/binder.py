@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from adapters.serve import gangs as gangmod
@@ -48,6 +49,11 @@ class BindError(Exception):
     """A member could not be bound and retrying will not help."""
 
 
+class Aborted(Exception):
+    """Leadership was lost mid-gang: stop without undoing (the next leader
+    finishes the gang from the recorded assignment)."""
+
+
 class Binder:
     def __init__(
         self,
@@ -64,8 +70,12 @@ class Binder:
         self.leading = leading
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._pool = ThreadPoolExecutor(8, thread_name_prefix="bind")
         self._touched: dict[str, float] = {}
         """gang key -> when this process last bound or rolled it back."""
+
+    def stop(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def lock(self, key: str) -> threading.Lock:
         with self._guard:
@@ -120,9 +130,8 @@ class Binder:
         if left:
             names = ", ".join(left)
             return f"waiting for {len(left)} preempted workload(s) to go: {names}"
-        usage = (
-            self.usage() if usage is None else {n: dict(u) for n, u in usage.items()}
-        )
+        usage = self.usage() if usage is None else usage
+        extra: Usage = {}  # this gang's own members, on top of the shared usage
         nodes = state.built.snapshot.nodes
         for pod in view.gang.pods:
             name = str(gangmod.meta(pod).get("name"))
@@ -140,11 +149,12 @@ class Binder:
             node = nodes.get(target or "")
             if node is None:
                 return f"planned node {target} is gone"
-            used = usage.setdefault(node.name, {})
+            mine = extra.setdefault(node.name, {})
             request = self.requests(current)
-            if not fits(node, used, request):
+            combined = {r: mine.get(r, 0) + v for r, v in request.items()}
+            if not fits(node, usage.get(node.name, {}), combined):
                 return f"node {node.name} has no room yet for {name}"
-            add(used, request)
+            add(mine, request)
         return None
 
     # -- binding ---------------------------------------------------------------------
@@ -239,20 +249,44 @@ class Binder:
             ),
         }
         bound: list[JSON] = []
-        try:
-            for pod in view.gang.pods:
-                name = str(gangmod.meta(pod).get("name"))
-                current = self.cache.get("Pod", f"{view.gang.namespace}/{name}") or pod
-                if node_of(self.cache, current) == targets[name]:
-                    continue
-                if not self.leading():
-                    self.metrics.binds.labels("aborted").inc()
-                    return "lost leadership mid-gang; the next leader finishes it"
-                self._bind_one(current, targets[name], annotations)
-                bound.append(current)
-        except BindError as exc:
+        if all(
+            node_of(
+                self.cache, self.cache.get("Pod", f"{view.gang.namespace}/{n}") or {}
+            )
+            == targets.get(n)
+            for n in (str(gangmod.meta(p).get("name")) for p in view.gang.pods)
+        ):
+            return None  # already whole where planned: nothing to do, nothing to count
+        todo = []
+        for pod in view.gang.pods:
+            name = str(gangmod.meta(pod).get("name"))
+            current = self.cache.get("Pod", f"{view.gang.namespace}/{name}") or pod
+            if node_of(self.cache, current) != targets[name]:
+                todo.append(current)
+        # Members bind concurrently; the verdict waits for all of them, so a
+        # failure rolls back everything that did bind.
+        futures = [
+            self._pool.submit(
+                self._bind_one,
+                p,
+                targets[str(gangmod.meta(p).get("name"))],
+                annotations,
+            )
+            for p in todo
+        ]
+        errors = []
+        for pod, future in zip(todo, futures, strict=True):
+            try:
+                future.result()
+                bound.append(pod)
+            except (BindError, Aborted) as exc:
+                errors.append(exc)
+        if any(isinstance(e, Aborted) for e in errors):
+            self.metrics.binds.labels("aborted").inc()
+            return "lost leadership mid-gang; the next leader finishes it"
+        if errors:
             self.metrics.binds.labels("failed").inc()
-            return self._rollback(view, str(exc))
+            return self._rollback(view, str(errors[0]))
         self.metrics.binds.labels("bound").inc()
         for pod in bound:
             meta = gangmod.meta(pod)
@@ -275,6 +309,8 @@ class Binder:
         )
         delay = 0.05
         for attempt in range(RETRIES):
+            if not self.leading():
+                raise Aborted(name)
             try:
                 if self._gated(pod):
                     self._ungate(pod, node, annotations)
@@ -283,10 +319,13 @@ class Binder:
                     ) != self.cfg.binder_scheduler_name:
                         self.cache.expect_bound(uid, node)
                         return  # kube-scheduler binds it inside the pin
-                self.kube.bind(ns, name, uid, node, annotations)
+                # Expect it first: the watch event may beat the reply, and must
+                # not look like news that calls for a re-solve.
                 self.cache.expect_bound(uid, node)
+                self.kube.bind(ns, name, uid, node, annotations)
                 return
             except ApiError as exc:
+                self.cache.forget_bound(uid)
                 if exc.status == 409:
                     fresh = self.kube.get(PODS, ns, name)
                     if fresh is None:

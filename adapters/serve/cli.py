@@ -236,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             from adapters.emulator import Emulator
 
+            # The stand-in's small client pool warns on every burst: noise here.
+            logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
             emulator = Emulator(demo_objects(args.demo, args.mode, args.gate)).start()
             kube = Kube(emulator.api_client())
             out = args.kubeconfig_out or str(

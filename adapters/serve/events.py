@@ -63,13 +63,24 @@ class Recorder:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="events", daemon=True)
         self.written = 0
+        self._stopping = False
 
     def start(self) -> Recorder:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 2.0) -> None:
+        """Drop what is still queued and end the writer (shutdown must not wait
+        on a possibly unreachable API server)."""
+        self._stopping = True
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            pass
         self._queue.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
 
     def event(
         self,
@@ -82,7 +93,7 @@ class Recorder:
         related: JSON | None = None,
     ) -> None:
         """Queue one event about ``regarding`` (a cached object)."""
-        if not self.active():
+        if self._stopping or not self.active():
             return
         meta = regarding.get("metadata") or {}
         dedupe_key = (str(meta.get("uid") or meta.get("name")), reason, note)

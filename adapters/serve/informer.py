@@ -22,6 +22,7 @@ from adapters.serve.metrics import Metrics
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.informer")
 EXPECTATION_TTL = 30.0
+OWN_ANNOTATIONS = "placewise.io/"
 
 
 def key_of(obj: JSON) -> str:
@@ -31,16 +32,22 @@ def key_of(obj: JSON) -> str:
 
 
 def _pod_fingerprint(pod: JSON) -> tuple[Any, ...]:
-    """What about a pod can change a plan; kubelet status churn cannot."""
+    """What about a pod can change a plan; kubelet status churn cannot, nor the
+    annotations placewise itself writes when binding."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     phase = (pod.get("status") or {}).get("phase")
+    annotations = {
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if not k.startswith(OWN_ANNOTATIONS)
+    }
     return (
         meta.get("uid"),
         spec.get("nodeName"),
         phase in ("Succeeded", "Failed"),
         bool(meta.get("deletionTimestamp")),
         repr(meta.get("labels")),
-        repr(meta.get("annotations")),
+        repr(sorted(annotations.items())),
         repr(spec.get("schedulingGates")),
         repr(spec.get("nodeSelector")),
     )
@@ -82,9 +89,21 @@ class Cache:
 
     def _changed(self, kind: str, old: JSON, new: JSON) -> bool:
         fp = _FINGERPRINTS.get(kind)
-        if fp is not None:
-            return bool(fp(old) != fp(new))
-        return old is not new and old != new
+        if fp is None:
+            return old is not new and old != new
+        before, after = fp(old), fp(new)
+        if before == after:
+            return False
+        if (
+            kind == "Pod"
+            and before[1] is None
+            and after[1] is not None
+            and before[:1] + before[2:] == after[:1] + after[2:]
+        ):
+            # Bound where we bound it: the plan already counts it there.
+            hit = self._bound.get(str(after[0]))
+            return hit is None or hit[0] != after[1]
+        return True
 
     def apply(self, kind: str, event: str, obj: JSON) -> None:
         key = key_of(obj)
@@ -133,9 +152,14 @@ class Cache:
     # -- expectations ---------------------------------------------------------
 
     def expect_bound(self, uid: str, node: str) -> None:
+        """We bound ``uid`` to ``node``: count it there now, and do not treat its
+        watch event as news (the plan already placed it there)."""
         with self._cond:
             self._bound[uid] = (node, time.monotonic())
-            self._bump()
+
+    def forget_bound(self, uid: str) -> None:
+        with self._cond:
+            self._bound.pop(uid, None)
 
     def node_of(self, pod: JSON) -> str | None:
         """``spec.nodeName``, or where we bound it if the watch lags."""

@@ -90,6 +90,7 @@ class Kube:
         # watch per resource plus concurrent writes.
         cfg = copy.deepcopy(api.configuration)
         cfg.connection_pool_maxsize = 64
+        cfg.retries = 1  # our callers retry with meaning; urllib3 need not
         self.api = client.ApiClient(configuration=cfg)
         self.core = client.CoreV1Api(api)
         self.custom = client.CustomObjectsApi(api)
