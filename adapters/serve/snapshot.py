@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from adapters.loader import RawObject, decode_objects
 from adapters.serve import gangs as gangmod
+from adapters.serve import synth
 from adapters.serve.config import (
     ASSIGNMENT_ANNOTATION,
     GANG_ANNOTATION,
@@ -37,17 +38,15 @@ from adapters.serve.config import (
 )
 from adapters.serve.gangs import Gang, GangSources
 from adapters.serve.informer import Cache
-from models.cluster import ClusterQueue, Node, ResourceFlavor, Topology
 from models.errors import Problem
-from models.quantity import format_units
 from models.snapshot import Objects, Snapshot, build_snapshot
 from models.workload import Workload
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.snapshot")
 
-DEFAULT = "placewise-default"
-KUEUE = "kueue.x-k8s.io"
+DEFAULT = synth.DEFAULT
+KUEUE = synth.KUEUE
 PROTECTED_PRIORITY = 2**31 - 1
 GangState = Literal["pending", "running", "partial", "waiting"]
 
@@ -119,7 +118,7 @@ class Decoder:
             if hit is not None:
                 return hit
         if obj.get("kind") == "Node":
-            obj = _with_hostname(obj)
+            obj = synth.with_hostname(obj)
         problems: list[Problem] = []
         objects, _ = decode_objects([RawObject(obj, "cluster", None)], problems)
         if problems:
@@ -214,7 +213,12 @@ class SnapshotBuilder:
         found = gangmod.find_gangs(self.cache.items("Pod"), src, self.managed)
         views, waiting = self._views(found)
         if any(v.gang.queue is None for v in views.values()):
-            self._add_default_queue(tables, views)
+            levels = [*self.cfg.default_topology, HOSTNAME_LABEL]
+            for obj in synth.default_queue(tables, views, levels):
+                decoded = self.decoder.decode(obj)
+                if decoded is not None:
+                    table, (key, value) = decoded
+                    tables[table][key] = value
         for view in views.values():
             wl = self._gang_workload(view, tables)
             decoded = self.decoder.decode(wl)
@@ -326,52 +330,22 @@ class SnapshotBuilder:
 
     def _running_status(self, view: GangView, tables: dict[str, Any], wl: JSON) -> JSON:
         """An admission rebuilt from where the members are (or are meant to be)."""
-        cq_name = self._cluster_queue(view, tables)
-        cq: ClusterQueue | None = tables["cluster_queues"].get(cq_name)
         decoded = self.decoder.decode({**wl, "status": {}})
         workload: Workload | None = decoded[1][1] if decoded else None
-        psas = []
+        placed: dict[str, dict[str, int]] = {}
         for name, members in view.pod_sets:
-            placed: dict[str, int] = {}
+            nodes: dict[str, int] = {}
             for pod in members:
                 node = view.nodes.get(str(gangmod.meta(pod).get("name")))
                 if node:
-                    placed[node] = placed.get(node, 0) + 1
+                    nodes[node] = nodes.get(node, 0) + 1
             if view.state == "partial" and view.intent and name in view.intent:
                 for node, want in view.intent[name].items():
-                    placed[node] = max(placed.get(node, 0), want)
-            count = sum(placed.values())
-            ps = workload.pod_set(name) if workload else None
-            requests = dict(ps.requests) if ps else {}
-            if cq is not None and cq.group_of("pods") is not None:
-                requests["pods"] = 1
-            any_node: Node | None = tables["nodes"].get(next(iter(placed), ""))
-            flavors = _infer_flavors(cq, tables["flavors"], any_node, requests)
-            psa: JSON = {
-                "name": name,
-                "count": count,
-                "flavors": flavors,
-                "resourceUsage": {
-                    r: format_units(r, v * count)
-                    for r, v in sorted(requests.items())
-                    if r in flavors
-                },
-            }
-            ta = _topology_assignment(flavors, tables, placed)
-            if ta is not None:
-                psa["topologyAssignment"] = ta
-            psas.append(psa)
-        return {
-            "admission": {"clusterQueue": cq_name, "podSetAssignments": psas},
-            "conditions": [
-                {
-                    "type": "QuotaReserved",
-                    "status": "True",
-                    "reason": "QuotaReserved",
-                    "message": "bound pods",
-                }
-            ],
-        }
+                    nodes[node] = max(nodes.get(node, 0), want)
+            placed[name] = nodes
+        return synth.running_status(
+            self._cluster_queue(view, tables), tables, placed, workload
+        )
 
     def _mark_gang_pods(
         self, tables: dict[str, Any], views: dict[str, GangView]
@@ -406,143 +380,3 @@ class SnapshotBuilder:
             elif key in self.evicting and w.is_running and not w.evicted:
                 workloads[key] = w.model_copy(update={"evicted": True})
         self.evicting &= set(workloads)
-
-    # -- the default queue -------------------------------------------------------
-
-    def _add_default_queue(
-        self, tables: dict[str, dict[str, Any]], views: dict[str, GangView]
-    ) -> None:
-        totals: dict[str, int] = {}
-        for node in tables["nodes"].values():
-            for r, v in node.allocatable.items():
-                totals[r] = totals.get(r, 0) + v
-        for view in views.values():
-            for _, members in view.pod_sets:
-                for r in _requested(members[0]):
-                    totals.setdefault(r, 0)
-        levels = [*self.cfg.default_topology, HOSTNAME_LABEL]
-        objs: list[JSON] = [
-            {
-                "apiVersion": f"{KUEUE}/v1beta2",
-                "kind": "Topology",
-                "metadata": {"name": DEFAULT},
-                "spec": {"levels": [{"nodeLabel": lvl} for lvl in levels]},
-            },
-            {
-                "apiVersion": f"{KUEUE}/v1beta2",
-                "kind": "ResourceFlavor",
-                "metadata": {"name": DEFAULT},
-                "spec": {"topologyName": DEFAULT},
-            },
-            {
-                "apiVersion": f"{KUEUE}/v1beta2",
-                "kind": "ClusterQueue",
-                "metadata": {"name": DEFAULT},
-                "spec": {
-                    "namespaceSelector": {},
-                    "preemption": {"withinClusterQueue": "LowerPriority"},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": sorted(totals),
-                            "flavors": [
-                                {
-                                    "name": DEFAULT,
-                                    "resources": [
-                                        {"name": r, "nominalQuota": format_units(r, v)}
-                                        for r, v in sorted(totals.items())
-                                    ],
-                                }
-                            ],
-                        }
-                    ],
-                },
-            },
-        ]
-        for ns in sorted(
-            {v.gang.namespace for v in views.values() if not v.gang.queue}
-        ):
-            objs.append(
-                {
-                    "apiVersion": f"{KUEUE}/v1beta2",
-                    "kind": "LocalQueue",
-                    "metadata": {"name": DEFAULT, "namespace": ns},
-                    "spec": {"clusterQueue": DEFAULT},
-                }
-            )
-        for obj in objs:
-            decoded = self.decoder.decode(obj)
-            if decoded is not None:
-                table, (key, value) = decoded
-                tables[table][key] = value
-
-
-def _with_hostname(node: JSON) -> JSON:
-    """TAS needs the hostname label; a node without it is still a host."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    if HOSTNAME_LABEL in labels:
-        return node
-    name = str((node.get("metadata") or {}).get("name"))
-    meta = {**(node.get("metadata") or {}), "labels": {**labels, HOSTNAME_LABEL: name}}
-    return {**node, "metadata": meta}
-
-
-def _requested(pod: JSON) -> set[str]:
-    spec = pod.get("spec") or {}
-    out: set[str] = set()
-    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        res = c.get("resources") or {}
-        out |= set(res.get("requests") or {}) | set(res.get("limits") or {})
-    return out
-
-
-def _infer_flavors(
-    cq: ClusterQueue | None,
-    flavors: dict[str, ResourceFlavor],
-    node: Node | None,
-    requests: dict[str, int],
-) -> dict[str, str]:
-    """The flavor of each resource: the first of its group the node matches."""
-    if cq is None:
-        return {}
-    out: dict[str, str] = {}
-    labels = node.labels if node is not None else {}
-    for resource in requests:
-        group = cq.group_of(resource)
-        if group is None:
-            continue
-        names = [f.name for f in cq.resource_groups[group].flavors]
-        chosen = names[0] if names else None
-        for name in names:
-            fl = flavors.get(name)
-            if fl is not None and all(
-                labels.get(k) == v for k, v in fl.node_labels.items()
-            ):
-                chosen = name
-                break
-        if chosen is not None:
-            out[resource] = chosen
-    return out
-
-
-def _topology_assignment(
-    flavors: dict[str, str], tables: dict[str, Any], placed: dict[str, int]
-) -> JSON | None:
-    """Kueue's logical form for the nodes the pods are on (TAS flavors only)."""
-    for flavor_name in sorted(set(flavors.values())):
-        flavor: ResourceFlavor | None = tables["flavors"].get(flavor_name)
-        if flavor is None or flavor.topology_name is None:
-            continue
-        topo: Topology | None = tables["topologies"].get(flavor.topology_name)
-        if topo is None:
-            return None
-        levels = [HOSTNAME_LABEL] if topo.hostname_leaves else list(topo.levels)
-        domains = []
-        for node_name, count in sorted(placed.items()):
-            node: Node | None = tables["nodes"].get(node_name)
-            if node is None or any(lvl not in node.labels for lvl in levels):
-                return None
-            domains.append(
-                {"values": [node.labels[lvl] for lvl in levels], "count": count}
-            )
-        return {"levels": levels, "domains": domains}
-    return None
