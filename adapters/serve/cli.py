@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import logging
 import signal
 import sys
@@ -154,6 +155,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--lease-name", default="placewise-serve")
     p.add_argument("--identity", help="leader-election identity (default: host-pid)")
     p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON object per log line (for log pipelines)",
+    )
+    p.add_argument(
         "--demo",
         nargs="+",
         metavar="FILE",
@@ -219,7 +226,27 @@ def demo_objects(paths: list[str] | None, mode: str, gate: str) -> list[JSON]:
     return out
 
 
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, thread, message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S")
+            + f".{int(record.msecs):03d}",
+            "level": record.levelname,
+            "logger": record.name,
+            "thread": record.threadName,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.log_format == "json":
+        for log_handler in logging.getLogger().handlers:
+            log_handler.setFormatter(JsonFormatter())
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
