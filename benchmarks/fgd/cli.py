@@ -84,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         type=Path,
-        default=Path("bench-out/fgd"),
+        default=Path("benchmarks/results/fgd"),
         help="directory for per-run JSON, table and figure",
     )
     p.add_argument(
