@@ -53,7 +53,37 @@ def _pod_fingerprint(pod: JSON) -> tuple[Any, ...]:
     )
 
 
-_FINGERPRINTS: dict[str, Callable[[JSON], Any]] = {"Pod": _pod_fingerprint}
+def _node_fingerprint(node: JSON) -> tuple[Any, ...]:
+    """Kubelet heartbeats rewrite every node's status every few seconds; only
+    labels, taints, schedulability, allocatable and readiness matter."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    status = node.get("status") or {}
+    ready = next(
+        (
+            c.get("status")
+            for c in status.get("conditions") or []
+            if c.get("type") == "Ready"
+        ),
+        None,
+    )
+    return (
+        repr(meta.get("labels")),
+        repr(spec.get("taints")),
+        bool(spec.get("unschedulable")),
+        repr(status.get("allocatable")),
+        ready,
+    )
+
+
+def _namespace_fingerprint(ns: JSON) -> Any:
+    return repr((ns.get("metadata") or {}).get("labels"))
+
+
+_FINGERPRINTS: dict[str, Callable[[JSON], Any]] = {
+    "Pod": _pod_fingerprint,
+    "Node": _node_fingerprint,
+    "Namespace": _namespace_fingerprint,
+}
 
 
 class Cache:
