@@ -139,11 +139,17 @@ class QuotaTree:
             if v:
                 self._remove(node, fr, v)
 
+    # _add/_remove are the hottest code of a large preemption search, so the
+    # local-quota arithmetic is inlined (same rules as local_available).
+
     def _add(self, node: QuotaNode, fr: FR, v: int) -> None:
         n: QuotaNode | None = node
         while n is not None and v > 0:
-            la = n.local_available(fr)
-            n.usage[fr] = n.usage.get(fr, 0) + v
+            usage = n.usage
+            used = usage.get(fr, 0)
+            usage[fr] = used + v
+            lq = n.lq.get(fr, 0)
+            la = lq - used if lq > used else 0
             if v <= la:
                 return
             v -= la
@@ -152,11 +158,14 @@ class QuotaTree:
     def _remove(self, node: QuotaNode, fr: FR, v: int) -> None:
         n: QuotaNode | None = node
         while n is not None and v > 0:
-            stored = n.usage.get(fr, 0) - n.local_quota(fr)
-            n.usage[fr] = n.usage.get(fr, 0) - v
+            usage = n.usage
+            used = usage.get(fr, 0)
+            usage[fr] = used - v
+            stored = used - n.lq.get(fr, 0)
             if stored <= 0:
                 return
-            v = min(v, stored)
+            if stored < v:
+                v = stored
             n = n.parent
 
     # -- queries -------------------------------------------------------------

@@ -125,6 +125,48 @@ def borrow_forbidden(cq: ClusterQueue) -> bool:
     return cq.preemption.borrow_within_cohort.policy == "Never"
 
 
+class _Walk:
+    """Kueue's candidate walk, taken lazily: the valid candidates in order."""
+
+    def __init__(
+        self,
+        owner: Preemptor,
+        wl: WlInfo,
+        borrowing: bool,
+        frs_need: frozenset[FR],
+        candidates: list[_Candidate],
+    ) -> None:
+        self.owner, self.wl, self.borrowing = owner, wl, borrowing
+        self.frs_need, self.candidates = frs_need, candidates
+        self.items: list[_Candidate] = []
+        self.pos = 0
+
+    def extend(self, index: int, removed: int) -> None:
+        """Make ``items[index]`` exist if the walk reaches that far.
+
+        Validity is judged with every earlier item removed; the state holds
+        ``items[:removed]`` removed already, so the rest is removed for quota
+        only while walking and put back after.
+        """
+        if index < len(self.items) or self.pos >= len(self.candidates):
+            return
+        state = self.owner.state
+        rest = [c.info for c in self.items[removed:]]
+        state.move_many(rest, -1, tas_too=False)
+        start = len(self.items)
+        try:
+            while len(self.items) <= index and self.pos < len(self.candidates):
+                cand = self.candidates[self.pos]
+                self.pos += 1
+                if self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
+                    state.remove(cand.info, tas_too=False)
+                    self.items.append(cand)
+        finally:
+            state.move_many(
+                rest + [c.info for c in self.items[start:]], 1, tas_too=False
+            )
+
+
 class Preemptor:
     """Target search against the live :class:`ClusterState` (restored after)."""
 
@@ -153,10 +195,8 @@ class Preemptor:
             c for lst in lists for c in lst if not c.info.evicted
         ]
         forbidden = borrow_forbidden(cq)
-        if (
-            (not hierarchy
-            and not priority)
-            or (forbidden and not self._under_nominal(wl.cq, frs_need))
+        if (not hierarchy and not priority) or (
+            forbidden and not self._under_nominal(wl.cq, frs_need)
         ):
             attempts = [True]
         elif forbidden and not hierarchy:
@@ -165,13 +205,14 @@ class Preemptor:
             attempts = [True, False]
         memo = _TasMemo(tas_fits) if tas_fits is not None else None
         for borrowing in attempts:
-            seq, first = self._quota_pass(wl, usage, borrowing, frs_need, candidates)
+            walk, first = self._quota_pass(wl, usage, borrowing, frs_need, candidates)
             if first is None:
                 continue
+            seq = walk.items
             # Quota-only simulations (the oracle) skip the TAS capacity tables.
             self._tas = memo is not None
             try:
-                end = first if memo is None else self._first_tas_fit(seq, first, memo)
+                end = first if memo is None else self._first_tas_fit(walk, first, memo)
                 if end is None:
                     continue
                 for cand in seq[: end + 1]:
@@ -186,22 +227,30 @@ class Preemptor:
         return []
 
     def _quota_pass(
-        self, wl: WlInfo, usage: Mapping[FR, int], borrowing: bool,
-        frs_need: frozenset[FR], candidates: list[_Candidate],
-    ) -> tuple[list[_Candidate], int | None]:
-        """Kueue's walk with quota only: the valid candidates in order (validity
-        depends on quota alone) and the first prefix after which quota fits.
+        self,
+        wl: WlInfo,
+        usage: Mapping[FR, int],
+        borrowing: bool,
+        frs_need: frozenset[FR],
+        candidates: list[_Candidate],
+    ) -> tuple[_Walk, int | None]:
+        """Kueue's walk with quota only, up to the first prefix after which
+        quota fits: the valid candidates so far (validity depends on quota
+        alone) and that prefix.
 
         Both quota fit and TAS fit only grow as victims are removed, so the
         first prefix where both hold — Kueue's answer — is the first TAS fit
         at or after this quota fit; the TAS part is then searched in
-        O(log n) placements instead of one per candidate.
+        O(log n) placements instead of one per candidate, and the walk is
+        extended only as far as that search looks.
         """
-        self._tas = False
-        seq: list[_Candidate] = []
+        walk = _Walk(self, wl, borrowing, frs_need, candidates)
         first: int | None = None
+        seq = walk.items
         try:
-            for cand in candidates:
+            while walk.pos < len(candidates):
+                cand = candidates[walk.pos]
+                walk.pos += 1
                 if not self._valid(wl, cand, borrowing, frs_need):
                     continue
                 self.state.remove(cand.info, tas_too=False)
@@ -211,38 +260,22 @@ class Preemptor:
                     break
         finally:
             self.state.move_many([c.info for c in seq], 1, tas_too=False)
-            self._tas = True
-        if first is None:
-            return seq, None
-        # Extend the sequence past the quota fit: later candidates may be
-        # needed for TAS; their validity is judged with the prefix removed.
-        self.state.move_many([c.info for c in seq], -1, tas_too=False)
-        rest = candidates[candidates.index(seq[-1]) + 1:]
-        try:
-            for cand in rest:
-                if not self._valid(wl, cand, borrowing, frs_need):
-                    continue
-                self.state.remove(cand.info, tas_too=False)
-                seq.append(cand)
-        finally:
-            self.state.move_many([c.info for c in seq], 1, tas_too=False)
-        return seq, first
+        return walk, first
 
-    def _first_tas_fit(
-        self, seq: list[_Candidate], first: int, memo: _TasMemo
-    ) -> int | None:
-        """Smallest i >= first whose prefix seq[:i+1] removed lets TAS fit."""
+    def _first_tas_fit(self, walk: _Walk, first: int, memo: _TasMemo) -> int | None:
+        """Smallest i >= first whose prefix walk[:i+1] removed lets TAS fit."""
+        seq = walk.items
         removed = 0
 
         def fits_with(i: int) -> bool:
             nonlocal removed
             if removed < i + 1:
-                moved = [c.info for c in seq[removed: i + 1]]
+                moved = [c.info for c in seq[removed : i + 1]]
                 self.state.move_many(moved, -1)
                 for info in moved:
                     memo.freed(info)
             elif removed > i + 1:
-                moved = [c.info for c in seq[i + 1: removed]]
+                moved = [c.info for c in seq[i + 1 : removed]]
                 self.state.move_many(moved, 1)
                 for info in moved:
                     memo.taken(info)
@@ -250,18 +283,19 @@ class Preemptor:
             return memo()
 
         try:
-            last = len(seq) - 1
             lo, step, hi = first, 1, None
             probe = first
             while True:
                 if fits_with(probe):
                     hi = probe
                     break
-                if probe == last:
-                    return None
                 lo = probe + 1
-                probe = min(first + step, last)
+                want = first + step
                 step *= 2
+                walk.extend(want, removed)
+                if lo >= len(seq):
+                    return None
+                probe = min(want, len(seq) - 1)
             while lo < hi:
                 mid = (lo + hi) // 2
                 if fits_with(mid):
