@@ -24,10 +24,6 @@ from solver.tas.capacity import Demand, demand, fit_count, free_view
 from solver.tas.tree import FlavorTree, IntArray
 from solver.tas.types import CAP, PODS, TasPodSetRequest, TasResult, clip
 
-_EXACT_LIMIT = 1 << 40
-"""Below this per-domain delta, usage cannot approach CAP in any realistic
-number of updates, so the int64 fast path skips saturation."""
-
 Groups = Sequence[Sequence[TasPodSetRequest]]
 Usage = tuple[str, TopologyAssignment, dict[str, int]]
 
@@ -319,12 +315,12 @@ class TasState:
     def add_usage(
         self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
     ) -> None:
-        self._update(flavor, assignment, per_pod, 1)
+        self.apply([self.prepare(flavor, assignment, per_pod)], 1)
 
     def remove_usage(
         self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
     ) -> None:
-        self._update(flavor, assignment, per_pod, -1)
+        self.apply([self.prepare(flavor, assignment, per_pod)], -1)
 
     def prepare(
         self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
@@ -396,62 +392,6 @@ class TasState:
             if not hit.any():
                 continue
             sel, used = leaves[hit], usage[:, rows[hit]]
-            t = self._trees[name]
-            t.rem[:, sel] = _clamp(t.base[:, sel] - used)
-            t.fit_cache.changed(sel)
-
-    def _update(
-        self,
-        flavor: str,
-        assignment: TopologyAssignment,
-        per_pod: Mapping[str, int],
-        sign: int,
-    ) -> None:
-        tree = self._trees[flavor]
-        keys: list[int] = []
-        counts: list[int] = []
-        for dom in assignment.domains:
-            if tree.hostname:
-                key = self._host_index.get(dom.values[-1]) if dom.values else None
-            else:
-                key = tree.leaf_of(dom.values)
-            if key is not None:
-                keys.append(key)
-                counts.append(dom.count)
-        if not keys:
-            return
-        vec = self._vector(per_pod)
-        big = max(vec) * max(counts) >= _EXACT_LIMIT
-        if big:  # saturating, exact in Python ints
-            delta = np.asarray(
-                [[clip(sign * v * c) for c in counts] for v in vec], dtype=np.int64
-            )
-        else:
-            delta = np.outer(np.asarray(vec, dtype=np.int64), np.asarray(counts))
-            if sign < 0:
-                np.negative(delta, out=delta)
-        usage = self._host_usage if tree.hostname else tree.usage
-        if len(set(keys)) == len(keys):
-            rows = np.asarray(keys, dtype=np.int64)
-            usage[:, rows] += delta
-        else:
-            np.add.at(usage.T, np.asarray(keys, dtype=np.int64), delta.T)
-            rows = np.unique(np.asarray(keys, dtype=np.int64))
-        if big:
-            usage[:, rows] = _clamp(usage[:, rows])
-        if not tree.hostname:
-            tree.rem[:, rows] = _clamp(tree.base[:, rows] - usage[:, rows])
-            tree.fit_cache.changed(rows)
-            return
-        for name, table in self._host_leaf.items():
-            leaves = table[rows]
-            hit = leaves >= 0
-            if hit.all():
-                sel, used = leaves, usage[:, rows]
-            elif hit.any():
-                sel, used = leaves[hit], usage[:, rows[hit]]
-            else:
-                continue
             t = self._trees[name]
             t.rem[:, sel] = _clamp(t.base[:, sel] - used)
             t.fit_cache.changed(sel)
