@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
+import pytest
+
+import benchmarks.fgd
 from benchmarks.fgd import report
-from benchmarks.fgd.cli import main, parse_seeds
 
 
-def test_parse_seeds() -> None:
+@pytest.fixture
+def cli() -> Iterator[ModuleType]:
+    """Import the CLI for one test and forget it afterwards, so tests that
+    simulate a build without the entry point still see it missing."""
+    mod = importlib.import_module("benchmarks.fgd.cli")
+    yield mod
+    sys.modules.pop("benchmarks.fgd.cli", None)
+    if hasattr(benchmarks.fgd, "cli"):
+        delattr(benchmarks.fgd, "cli")
+
+
+def test_parse_seeds(cli: ModuleType) -> None:
+    parse_seeds = cli.parse_seeds
     assert parse_seeds("42..45") == [42, 43, 44, 45]
     assert parse_seeds("42,50..51") == [42, 50, 51]
 
 
-def test_bestfit_run_writes_summary_and_validates(shared: Path, tmp_path: Path) -> None:
-    code = main(
+def test_bestfit_run_writes_summary_and_validates(
+    cli: ModuleType, shared: Path, tmp_path: Path
+) -> None:
+    code = cli.main(
         [
             "--policy",
             "bestfit",
