@@ -107,6 +107,8 @@ class SimResult:
     started: int = 0
     finished: int = 0
     queue_delay_s: list[float] = field(default_factory=list)
+    delay_by_priority: dict[int, list[float]] = field(default_factory=dict)
+    """The same delays split by workload priority."""
     jct_s: list[float] = field(default_factory=list)
     util: list[tuple[float, float]] = field(default_factory=list)
     """(time s, GPU utilisation %) after each solve."""
@@ -247,6 +249,10 @@ def simulate(job: SimJob) -> SimResult:
     arrived = sorted(k for k in first_start if k in arrival)
     res.started = len(arrived)
     res.queue_delay_s = [first_start[k] - arrival[k] for k in arrived]
+    for k in arrived:
+        res.delay_by_priority.setdefault(queued[k].priority, []).append(
+            first_start[k] - arrival[k]
+        )
     return res
 
 
@@ -367,6 +373,19 @@ class SimulationReport:
                 for r in sorted(good, key=lambda r: (r.timing, r.solver))
             ]
             out += ["", "Mean queueing delay: " + ", ".join(means) + "."]
+            out += ["", "Mean queueing delay by priority (min; started workloads):", ""]
+            prios = sorted({p for r in good for p in r.delay_by_priority}, reverse=True)
+            out.append("| durations | solver | " + " | ".join(
+                f"priority {p}" for p in prios) + " |")
+            out.append("|---|---|" + "---|" * len(prios))
+            for r in sorted(good, key=lambda r: (r.timing, r.solver)):
+                cells = [
+                    _m(statistics.fmean(r.delay_by_priority[p]))
+                    + f" ({len(r.delay_by_priority[p])})"
+                    if r.delay_by_priority.get(p) else "-"
+                    for p in prios
+                ]
+                out.append(f"| {r.timing} | {r.solver} | " + " | ".join(cells) + " |")
         return out
 
     def plots(self, directory: Path) -> dict[str, Path]:
