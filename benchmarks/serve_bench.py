@@ -286,14 +286,18 @@ def measure(args: argparse.Namespace, emu: Emulator, url: str) -> int:
             admitted = sum(1 for g in plan.get("gangs", {}).values() if g["admitted"])
             if admitted + len(plan.get("running", [])) >= len(todo):
                 planned_at = time.monotonic()
-        items = json.loads(
-            core.list_namespaced_pod("bench", _preload_content=False).data
+        # Only the unbound ones (a field selector): polling must not load the
+        # emulator that the scheduler and the sidecar are measured against.
+        unbound = json.loads(
+            core.list_namespaced_pod(
+                "bench", field_selector="spec.nodeName=", _preload_content=False
+            ).data
         )["items"]
-        done = sum(1 for p in items if p["spec"].get("nodeName"))
-        if done == len(pods):
+        done = len(pods) - len(unbound)
+        if not unbound:
             bound_at = time.monotonic()
             break
-        time.sleep(0.1)
+        time.sleep(0.2)
     metrics = scrape(url)
     if standin is not None:
         standin.stop()

@@ -174,9 +174,19 @@ class Sidecar:
                 or any(g.get("name") == self.cfg.gate for g in gates)
                 or GANG_ANNOTATION in (gangmod.meta(pod).get("annotations") or {})
             )
-        return (
-            spec.get("schedulerName", "default-scheduler") in self.cfg.scheduler_names
-        )
+        if (
+            spec.get("schedulerName", "default-scheduler")
+            not in self.cfg.scheduler_names
+        ):
+            return False
+        if not self.cfg.managed_resources:
+            return True
+        wanted = set(self.cfg.managed_resources)
+        for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+            res = c.get("resources") or {}
+            if wanted & (set(res.get("requests") or {}) | set(res.get("limits") or {})):
+                return True
+        return False
 
     def _sources(self) -> GangSources:
         return GangSources(

@@ -129,6 +129,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(default: default-scheduler)",
     )
     p.add_argument(
+        "--managed-resource",
+        action="append",
+        metavar="NAME",
+        help="extender mode: plan only pods requesting this resource (the "
+        "extender entry's managedResources); repeatable",
+    )
+    p.add_argument(
         "--gate",
         default="placewise.io/gang",
         help="binder mode: the scheduling gate of managed pods",
@@ -188,6 +195,7 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         debounce=args.debounce,
         scheduler_names=tuple(args.scheduler_name or ("default-scheduler",)),
         gate=args.gate,
+        managed_resources=tuple(args.managed_resource or ()),
         default_topology=tuple(x for x in args.topology_levels.split(",") if x),
         leader_elect=not args.no_leader_elect,
         lease_follow=args.lease_follow,

@@ -40,6 +40,9 @@ class ServeConfig:
     """auto/cpsat/greedy, as ``placewise solve``."""
     time_limit: float = 10.0
     """Optimizer budget per re-solve; a slow or failed solve falls back to greedy."""
+    solver_grace: float = 5.0
+    """A solve not back within 1.5 x time_limit + this is abandoned for greedy
+    (model building is outside the optimizer's own time limit)."""
     workers: int = 1
     """CP-SAT workers: one keeps a core free for watches and extender calls."""
     debounce: float = 0.5
@@ -50,6 +53,10 @@ class ServeConfig:
     scheduler_names: tuple[str, ...] = ("default-scheduler",)
     """Extender mode: pods of these schedulerNames are the ones kube-scheduler
     sends us; pending pods of other schedulers are not ours to plan."""
+    managed_resources: tuple[str, ...] = ()
+    """Extender mode: only pods requesting one of these are planned, matching
+    the extender entry's ``managedResources`` (kube-scheduler sends only
+    those); empty means every pod of ``scheduler_names``."""
     binder_scheduler_name: str = "placewise"
     """Binder mode: pods with this schedulerName are bound directly."""
     gate: str = "placewise.io/gang"

@@ -162,7 +162,7 @@ class SolveLoop:
 
         worker = threading.Thread(target=work, name="optimizer", daemon=True)
         worker.start()
-        worker.join(self.cfg.time_limit * 1.5 + 5.0)
+        worker.join(self.cfg.time_limit * 1.5 + self.cfg.solver_grace)
         if worker.is_alive():
             self._orphan = worker
             log.warning(
@@ -170,6 +170,10 @@ class SolveLoop:
             )
             return self._greedy(snap, "timeout"), "timeout"
         plan = box.get("plan")
+        if isinstance(plan, Plan) and plan.solver.status == "FALLBACK":
+            # The optimizer ran out of time and itself returned the greedy plan.
+            self.metrics.fallbacks.labels("time-limit").inc()
+            return plan, "time-limit"
         if isinstance(plan, Plan) and plan.solver.status != "NO_SOLUTION":
             return plan, None
         reason = "error" if "error" in box else "no-solution"

@@ -155,10 +155,15 @@ def test_deploy_scheduler_config_wires_the_extender(harness_factory):
     assert entry["bindVerb"] == "bind" and entry["nodeCacheCapable"] is True
     assert [m["name"] for m in entry["managedResources"]] == ["example.com/gpu"]
     h = harness_factory([namespace("ml"), *NODES[:3]])
-    sc = h.sidecar(scheduler_names=("placewise-scheduler",))
+    sc = h.sidecar(
+        scheduler_names=("placewise-scheduler",),
+        managed_resources=("example.com/gpu",),
+    )
     entry["urlPrefix"] = sc.url + "/scheduler"
     gang = kueue_group("g", 2, gpus=2, schedulerName="placewise-scheduler")
-    h.create(*gang)
+    cpu_only = pod("cpu-only", gpus=0, schedulerName="placewise-scheduler")
+    del cpu_only["spec"]["containers"][0]["resources"]["requests"]["example.com/gpu"]
+    h.create(*gang, cpu_only)
     nodes = wait_for(
         lambda: debug(sc).get("gangs", {}).get("ml/g", {}).get("nodes"), what="plan"
     )
@@ -166,4 +171,7 @@ def test_deploy_scheduler_config_wires_the_extender(harness_factory):
         h.emu, [ExtenderConfig.from_config(entry)], scheduler_name="placewise-scheduler"
     )
     st.run_once()
-    assert h.placement("ml") == nodes
+    placed = h.placement("ml")
+    assert {p: placed[p] for p in nodes} == nodes
+    assert placed["cpu-only"] is not None  # not managed: kube-scheduler alone
+    assert "ml/cpu-only" not in debug(sc)["gangs"]

@@ -256,3 +256,26 @@ def test_follow_mode_acts_exactly_while_its_kube_scheduler_leads(harness_factory
         "coordination.k8s.io", "v1", "default", "leases", "placewise-scheduler", current
     )
     wait_for(lambda: leads(b) and not leads(a), what="hand-over")
+
+
+def test_solver_timeout_and_error_fall_back_to_greedy(harness_factory):
+    """An optimizer that overruns (or fails) never leaves the sidecar without a
+    plan: greedy answers, the fallback is counted, and the gang still binds."""
+    h = harness_factory([namespace("ml"), *NODES[:2]])
+    slow = h.sidecar(solver="cpsat", time_limit=0.01, solver_grace=0.0)
+    broken = h.sidecar(solver="no-such-solver", leader_elect=True, lease_name="x")
+    h.create(*kueue_group("g", 2, gpus=2))
+    plan = wait_for(lambda: _admitted(slow, "ml/g") and debug(slow), what="plan")
+    solver = plan["plan"]["solver"]
+    assert solver["name"] == "greedy" or solver["status"] == "FALLBACK", solver
+    fell_back = sum(
+        metric(slow, "placewise_solver_fallbacks_total", reason=r)
+        for r in ("timeout", "time-limit")
+    )
+    assert fell_back >= 1
+    plan = wait_for(lambda: _admitted(broken, "ml/g") and debug(broken), what="plan")
+    assert plan["plan"]["solver"]["name"] == "greedy"
+    assert metric(broken, "placewise_solver_fallbacks_total", reason="error") >= 1
+    st = h.standin(slow, start=False)
+    st.run_once()
+    assert all(h.placement("ml").values())
