@@ -50,7 +50,6 @@ class ClusterState:
         self.max_left: IntArray = self.cards.max(axis=1)
         self.model_bit: IntArray = np.left_shift(1, trace.node_model)
         self.changed: list[int] = []
-        self.placed: list[tuple[int, Decision]] = []  # (arrival index, decision)
 
     @property
     def used_gpu_milli(self) -> int:
@@ -68,7 +67,6 @@ class ClusterState:
         out.max_left = self.max_left.copy()
         out.model_bit = self.model_bit
         out.changed = []
-        out.placed = []
         return out
 
     def feasible_nodes(self, pod: int) -> NDArray[np.bool_]:
@@ -94,7 +92,7 @@ class ClusterState:
             ok &= (self.cards >= milli).sum(axis=1) >= num
         return ok
 
-    def apply(self, pod: int, d: Decision, arrival: int = -1) -> None:
+    def apply(self, pod: int, d: Decision) -> None:
         """Commit a placement (the caller has validated it)."""
         t = self.trace
         n = d.node
@@ -109,4 +107,3 @@ class ClusterState:
             self.free_cards[n] = int((row == CARD_MILLI).sum())
             self.max_left[n] = row.max()
         self.changed.append(n)
-        self.placed.append((arrival, d))

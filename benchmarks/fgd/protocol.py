@@ -37,7 +37,6 @@ class Workload:
     seed: int
     arrivals: NDArray[np.int64]
     tie_key: NDArray[np.int64]
-    n_original: int  # first n_original arrivals are the shuffled originals
 
     def __len__(self) -> int:
         return len(self.arrivals)
@@ -85,5 +84,4 @@ def make_workload(trace: Trace, seed: int, tune: float = TUNE_RATIO) -> Workload
         seed=seed,
         arrivals=np.array(order, dtype=np.int64),
         tie_key=np.array(perm, dtype=np.int64),
-        n_original=trace.n_pods,
     )

@@ -113,7 +113,7 @@ def replay(
             acc += trace.pod_gpu_milli(pod)
             if d is not None:
                 ledger.commit(pod, d.node, d.cards)
-                state.apply(pod, d, i)
+                state.apply(pod, d)
                 placed[i] = True
             arrived[i] = acc
             used[i] = ledger.used_gpu_milli

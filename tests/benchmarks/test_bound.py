@@ -14,7 +14,6 @@ def _all_arrive(n: int) -> Workload:
         seed=0,
         arrivals=np.arange(n, dtype=np.int64),
         tie_key=np.zeros(1, dtype=np.int64),
-        n_original=n,
     )
 
 

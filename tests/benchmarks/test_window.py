@@ -22,7 +22,6 @@ def _workload(n_pods: int, n_nodes: int) -> Workload:
         seed=0,
         arrivals=np.arange(n_pods, dtype=np.int64),
         tie_key=np.arange(n_nodes, dtype=np.int64),
-        n_original=n_pods,
     )
 
 

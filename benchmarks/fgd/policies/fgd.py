@@ -49,13 +49,17 @@ class FragCache:
 
     def __init__(self, tp: TypicalPods, state: ClusterState) -> None:
         self.tp = tp
+        self._reset(state)
+
+    def _reset(self, state: ClusterState) -> None:
         self._state = state
         self._seen = len(state.changed)
-        self.value = frag_amount(tp, state.cpu_left, state.cards, state.model_bit)
+        self.value = frag_amount(self.tp, state.cpu_left, state.cards, state.model_bit)
 
     def refresh(self, state: ClusterState) -> NDArray[np.float64]:
+        """F per node for ``state``; a different state object starts afresh."""
         if state is not self._state:
-            self.__init__(self.tp, state)  # type: ignore[misc]
+            self._reset(state)
             return self.value
         if len(state.changed) > self._seen:
             nodes = np.unique(np.array(state.changed[self._seen :], dtype=np.int64))
