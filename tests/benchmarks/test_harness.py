@@ -270,7 +270,13 @@ def test_published_reference_and_replay_summaries():
 
 
 def test_trace_job_without_entry_point_says_so(tmp_path, monkeypatch):
+    """Without the trace CLI the report says so instead of failing silently."""
+    import benchmarks.fgd
+
     monkeypatch.setitem(sys.modules, "benchmarks.fgd.cli", None)
+    # An earlier test may have imported it: the package attribute would
+    # otherwise still resolve the submodule.
+    monkeypatch.delattr(benchmarks.fgd, "cli", raising=False)
     res = TraceJob(out_dir=str(tmp_path / "trace"), quick=True).execute()
     assert not res.available and not res.ok
     assert "entry point" in (res.error or "")
