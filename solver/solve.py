@@ -8,7 +8,7 @@ from models.plan import Plan
 from models.snapshot import Snapshot
 from solver.cpsat.objective import Policy
 
-SOLVERS = ("auto", "cpsat", "greedy")
+SOLVERS = ("auto", "cpsat", "greedy", "kube-default", "binpack-gang")
 """Solvers this build offers; the CLI's ``--solver`` choices come from here."""
 
 
@@ -42,4 +42,12 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
         return solve_cpsat(snapshot, CpSatParams(
             time_limit=params.time_limit, workers=params.workers, seed=params.seed,
             deterministic_time=params.deterministic_time, policy=params.policy))
+    if params.solver == "kube-default":
+        from solver.baselines import solve_kube_default
+
+        return solve_kube_default(snapshot, params.seed)
+    if params.solver == "binpack-gang":
+        from solver.baselines import solve_binpack_gang
+
+        return solve_binpack_gang(snapshot, params.seed)
     raise ValueError(f"unknown solver {params.solver!r}; choose from {SOLVERS}")

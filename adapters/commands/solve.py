@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="auto",
         help="cpsat = the joint optimizer (warm-started from greedy, never "
         "worse); greedy = what Kueue itself would decide; auto = cpsat "
-        "with greedy as fallback (default: %(default)s)",
+        "with greedy as fallback; kube-default and binpack-gang are the "
+        "benchmark baselines (default: %(default)s)",
     )
     p.add_argument(
         "--time-limit",
