@@ -94,6 +94,8 @@ class Actuator:
 
     def tick(self, state: PlanState) -> None:
         self.ticks += 1
+        if self.ticks % 100 == 0:
+            self.binder.prune(set(state.gangs) | set(state.built.gangs))
         usage = self.binder.usage()
         self.blockers = {
             key: self.binder.blocker(state, key, usage)

@@ -77,6 +77,18 @@ class Binder:
     def stop(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def prune(self, live: set[str]) -> None:
+        """Forget per-gang bookkeeping of gangs that no longer exist (a long-
+        running sidecar sees millions of gangs come and go)."""
+        with self._guard:
+            for key in [k for k in self._locks if k not in live]:
+                if not self._locks[key].locked():
+                    del self._locks[key]
+            now = time.monotonic()
+            self._touched = {
+                k: t for k, t in self._touched.items() if k in live or now - t < SETTLE
+            }
+
     def lock(self, key: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())

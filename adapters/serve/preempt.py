@@ -211,6 +211,8 @@ class Preemptor:
         if len(self._evicted) > 10000:
             cutoff = time.monotonic() - 600
             self._evicted = {u: t for u, t in self._evicted.items() if t > cutoff}
+        if len(self._refusals) > 10000:
+            self._refusals.clear()  # counts only escalate to DELETE; start over
 
     def _cq_path(self, state: PlanState, cq: str) -> str:
         snap = state.built.snapshot
