@@ -49,6 +49,8 @@ class Gang:
     """Kueue LocalQueue (pod label); None means placewise's default queue."""
     problem: str | None = None
     """Why the gang cannot be placed yet (a missing object, a bad annotation)."""
+    terminating: bool = False
+    """Some bound member is being deleted (evicted, preempted, rolled back)."""
 
     @property
     def key(self) -> str:
@@ -73,6 +75,15 @@ def is_live(pod: JSON) -> bool:
     phase = (pod.get("status") or {}).get("phase")
     return phase not in ("Succeeded", "Failed") and not meta(pod).get(
         "deletionTimestamp"
+    )
+
+
+def holds_a_node(pod: JSON) -> bool:
+    """Bound and not terminated, even if being deleted: it still takes room
+    until the kubelet confirms, so its gang still counts as running."""
+    phase = (pod.get("status") or {}).get("phase")
+    return phase not in ("Succeeded", "Failed") and bool(
+        (pod.get("spec") or {}).get("nodeName")
     )
 
 
@@ -175,7 +186,8 @@ def find_gangs(
     for pod in sorted(
         pods, key=lambda p: (meta(p).get("namespace"), meta(p).get("name"))
     ):
-        if not is_live(pod) or not managed(pod):
+        deleting = holds_a_node(pod) and not is_live(pod)
+        if not (is_live(pod) or deleting) or not managed(pod):
             continue
         ns = str(meta(pod).get("namespace"))
         source, name, total, problem = _membership(pod, src)
@@ -189,6 +201,7 @@ def find_gangs(
                 f"pods of {ns}/{name} disagree on their gang convention"
             )
         gang.pods.append(pod)
+        gang.terminating = gang.terminating or deleting
         gang.total = max(gang.total, total)
         gang.problem = gang.problem or problem
         queue = (meta(pod).get("labels") or {}).get(KUEUE_QUEUE)

@@ -21,6 +21,7 @@ to the hostname, so every admission comes with hosts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable
@@ -187,6 +188,7 @@ class SnapshotBuilder:
         self.protected: dict[str, float] = {}
         """workload key -> monotonic deadline: not preemptible until then."""
         self.evicting: set[str] = set()
+        self._terminating: set[str] = set()
         """Victim workload keys whose eviction we issued (reused as victims first)."""
 
     # -- entry point -----------------------------------------------------------
@@ -235,12 +237,24 @@ class SnapshotBuilder:
     def _views(self, found: list[Gang]) -> tuple[dict[str, GangView], dict[str, Gang]]:
         views: dict[str, GangView] = {}
         waiting: dict[str, Gang] = {}
+        self._terminating = set()
         for gang in found:
             nodes = {}
             for pod in gang.pods:
                 node = node_of(self.cache, pod)
                 if node:
                     nodes[str(gangmod.meta(pod).get("name"))] = node
+            if gang.terminating and nodes:
+                # Being evicted: still running (its pods hold their room until
+                # they are gone) and already a victim, so it is preempted first
+                # again rather than someone else on top of it.
+                held = [p for p in gang.pods if gangmod.meta(p).get("name") in nodes]
+                gang = dataclasses.replace(gang, pods=held)
+                views[gang.key] = GangView(
+                    gang, "running", gangmod.pod_sets(held), nodes, None
+                )
+                self._terminating.add(gang.key)
+                continue
             sets = gangmod.pod_sets(gang.pods)
             if nodes and len(nodes) == len(gang.pods):
                 state: GangState = "running"
@@ -377,6 +391,10 @@ class SnapshotBuilder:
                 workloads[key] = w.model_copy(
                     update={"priority": PROTECTED_PRIORITY, "priority_set": True}
                 )
-            elif key in self.evicting and w.is_running and not w.evicted:
+            elif (
+                (key in self.evicting or key in self._terminating)
+                and w.is_running
+                and not w.evicted
+            ):
                 workloads[key] = w.model_copy(update={"evicted": True})
         self.evicting &= set(workloads)

@@ -4,6 +4,7 @@ victim, so the plan moves to another."""
 from __future__ import annotations
 
 import re
+import time
 
 from adapters.emulator import gojson
 from tests.adapters.serve.conftest import (
@@ -154,3 +155,58 @@ def test_preempt_verb_answers_plan_victims_on_the_planned_node(harness_factory):
         http(sc.url + "/scheduler/preempt", body)[1] == b'{"NodeNameToMetaVictims":{}}'
     )
     assert all(h.placement("ml")[n] for n in ("low-0", "low-1"))
+
+
+def test_terminating_victims_are_waited_for_not_replaced(harness_factory):
+    """Without a kubelet, evicted victims stay Terminating: the sidecar keeps
+    them as the (already evicted) victims, evicts nobody else, and binds the
+    preemptor only once the kubelet (here the test) confirms they are gone."""
+    h = harness_factory(
+        [namespace("ml"), PRIORITY_CLASS, *[node(f"n{i}") for i in range(1, 5)]],
+        kubelet=False,
+    )
+    sc = h.sidecar()
+    st = h.standin(sc, start=False)
+    for name in ("low-a", "low-b"):
+        h.create(*kueue_group(name, 2, gpus=4))
+        wait_for(
+            lambda n=name: (
+                debug(sc).get("gangs", {}).get(f"ml/{n}", {}).get("admitted")
+            ),
+            what=f"{name} planned",
+        )
+        st.run_once()
+    assert all(h.placement("ml").values())
+    h.create(*kueue_group("high", 2, gpus=4, priorityClassName="high"))
+
+    def terminating() -> set[str]:
+        return {
+            p["metadata"]["name"]
+            for p in h.pods("ml")
+            if p["metadata"].get("deletionTimestamp")
+        }
+
+    doomed = wait_for(terminating, what="victims terminating")
+    victim = next(iter(doomed)).rsplit("-", 1)[0]
+    assert doomed == {f"{victim}-0", f"{victim}-1"}
+    blocker = wait_for(
+        lambda: debug(sc)["gangs"]["ml/high"].get("blocker"), what="high waits"
+    )
+    assert blocker.startswith("waiting for 1 preempted workload(s)")
+    time.sleep(1.0)  # several re-solves and actuator ticks
+    assert terminating() == doomed, "nobody else is preempted meanwhile"
+    st.run_once()
+    assert h.placement("ml")["high-0"] is None
+    for name in doomed:  # the kubelet confirms the deletions
+        h.core.delete_namespaced_pod(
+            name, "ml", grace_period_seconds=0, _preload_content=False
+        )
+    wait_for(
+        lambda: debug(sc)["gangs"]["ml/high"].get("blocker", "x") is None,
+        what="high ready",
+    )
+    st.run_once()
+    placed = h.placement("ml")
+    assert placed["high-0"] and placed["high-1"]
+    survivor = "low-b" if victim == "low-a" else "low-a"
+    assert placed[f"{survivor}-0"] and placed[f"{survivor}-1"]
