@@ -175,3 +175,70 @@ def test_deploy_scheduler_config_wires_the_extender(harness_factory):
     assert {p: placed[p] for p in nodes} == nodes
     assert placed["cpu-only"] is not None  # not managed: kube-scheduler alone
     assert "ml/cpu-only" not in debug(sc)["gangs"]
+
+
+def test_kueue_queue_quota_and_non_tas_flavor_hosts(harness_factory):
+    """A pod group in a Kueue LocalQueue is admitted through that ClusterQueue:
+    its flavor's nodes only (hosts chosen first-fit, no topology in the
+    flavor), and a second gang over the quota stays pending with Kueue's
+    quota reason."""
+    api = "kueue.x-k8s.io/v1beta2"
+    objects = [
+        namespace("ml"),
+        {
+            "apiVersion": api,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "a100"},
+            "spec": {"nodeLabels": {"gpu": "a100"}},
+        },
+        {
+            "apiVersion": api,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "example.com/gpu"],
+                        "flavors": [
+                            {
+                                "name": "a100",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "16"},
+                                    {"name": "example.com/gpu", "nominalQuota": "8"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ml"},
+            "spec": {"clusterQueue": "cq"},
+        },
+        node("n1", gpu="h100"),
+        node("n2", gpu="a100"),
+        node("n3", gpu="a100"),
+    ]
+    h = harness_factory(objects)
+    sc = h.sidecar()
+    st = h.standin(sc, start=False)
+    queue = {"kueue.x-k8s.io/queue-name": "lq"}
+    h.create(*kueue_group("q", 2, gpus=4, labels=queue))
+    nodes = wait_for(
+        lambda: debug(sc).get("gangs", {}).get("ml/q", {}).get("nodes"),
+        what="q planned",
+    )
+    assert sorted(nodes.values()) == ["n2", "n3"]
+    h.create(*kueue_group("over", 1, gpus=4, labels=queue))
+    reason = wait_for(
+        lambda: debug(sc)["gangs"].get("ml/over", {}).get("reason"), what="over pending"
+    )
+    assert "quota" in reason, reason
+    st.run_once()
+    placed = h.placement("ml")
+    assert {placed["q-0"], placed["q-1"]} == {"n2", "n3"}
+    assert placed["over-0"] is None
