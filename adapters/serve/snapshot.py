@@ -49,6 +49,7 @@ log = logging.getLogger("placewise.serve.snapshot")
 DEFAULT = synth.DEFAULT
 KUEUE = synth.KUEUE
 PROTECTED_PRIORITY = 2**31 - 1
+STICKY_TIMESTAMP = "1970-01-01T00:00:00Z"
 GangState = Literal["pending", "running", "partial", "waiting"]
 
 _TABLE_OF_KIND = {
@@ -188,8 +189,12 @@ class SnapshotBuilder:
         self.protected: dict[str, float] = {}
         """workload key -> monotonic deadline: not preemptible until then."""
         self.evicting: set[str] = set()
-        self._terminating: set[str] = set()
         """Victim workload keys whose eviction we issued (reused as victims first)."""
+        self._terminating: set[str] = set()
+        self.sticky: set[str] = set()
+        """Gangs the published plan admits but that are not bound yet: they
+        keep the head of their queue (as if Kueue had reserved their quota), so
+        a re-solve does not hand their place to a gang created the same second."""
 
     # -- entry point -----------------------------------------------------------
 
@@ -330,7 +335,9 @@ class SnapshotBuilder:
                 "name": gang.name,
                 "namespace": gang.namespace,
                 "uid": f"gang:{gang.key}",
-                "creationTimestamp": stamps[0] if stamps and stamps[0] else None,
+                "creationTimestamp": STICKY_TIMESTAMP
+                if gang.key in self.sticky
+                else (stamps[0] if stamps and stamps[0] else None),
             },
             "spec": {
                 "queueName": gang.queue or DEFAULT,

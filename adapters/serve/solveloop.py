@@ -105,6 +105,10 @@ class SolveLoop:
 
     def solve_once(self) -> PlanState:
         started = time.monotonic()
+        previous = self.state
+        self.builder.sticky = (
+            {k for k, g in previous.gangs.items() if g.admitted} if previous else set()
+        )
         built = self.builder.build(started)
         plan, fallback = self._solve(built.snapshot)
         usage = node_usage(built, lambda key: self._expected_node(key))
