@@ -438,7 +438,7 @@ DEFINITIONS = [
     "pods only partly bound; the plan leaves them pending, their bound pods "
     "still hold **GPUs in partial gangs**.",
     "- **wall s**: the solve call alone; **peak MiB**: peak RSS of the run's "
-    "own process (getrusage), interpreter and libraries (~200 MiB) included.",
+    "own process (getrusage), interpreter and libraries (~80 MiB) included.",
     "- Every plan is checked by `models.validate`; a plan with a violation is a "
     "failed run and listed above with its first violations.",
 ]
