@@ -112,8 +112,15 @@ class CPModel:
             for stage in self.stages
         ]
 
-    def solve(self, greedy: Plan, reasons: dict[str, str]) -> tuple[Plan, list[int]]:
+    def solve(
+        self, greedy: Plan, reasons: dict[str, str], deadline: float | None = None
+    ) -> tuple[Plan, list[int]]:
+        """Solve the stages; ``deadline`` (perf_counter time) overrides the
+        time limit so that time spent building the model counts too."""
         start = time.perf_counter()
+        limit = (
+            self.params.time_limit if deadline is None else max(deadline - start, 0.05)
+        )
         hint = self.complete(greedy)
         if hint is None and greedy.preemptions:
             # Evaluate greedy in a model that tolerates its unattributed
@@ -131,7 +138,7 @@ class CPModel:
         results: list[StageResult] = []
         n = max(len(self.stages), 1)
         for k, stage in enumerate(self.stages):
-            remaining = self.params.time_limit - (time.perf_counter() - start)
+            remaining = limit - (time.perf_counter() - start)
             share = remaining * (0.6 if k == 0 and n > 1 else 1 / (n - k))
             det = (
                 self.params.deterministic_time / n

@@ -23,9 +23,10 @@ from solver.greedy.solver import outcome_to_plan, run_greedy
 
 log = logging.getLogger("placewise.cpsat")
 
-LARGE = 250_000
+LARGE = 100_000
 """Placement cells (pod sets x candidate leaves) above which the model is
-solved residually; measured: presolve alone outgrows a 10 s budget near here."""
+solved residually; measured on 2 cores: 25k cells build and search well in
+10-20 s, 200k cells (1,000 nodes x 200 gangs) take longer than 10 s to build."""
 RESIDUAL_LEAVES = 128
 """Candidate leaves kept per pod set and flavor in residual mode."""
 
@@ -120,7 +121,8 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
             "Kueue's greedy order would admit it, but the optimizer's plan keeps "
             "more priority-weighted demand running without it"
         )
-    plan, _ = model.solve(greedy, reasons)
+    # Building the model counts against the limit: solve to the deadline.
+    plan, _ = model.solve(greedy, reasons, deadline=start + params.time_limit)
     if data.max_leaves is not None:
         deadline = start + params.time_limit
 

@@ -150,6 +150,9 @@ class _Walk:
         """
         if index < len(self.items) or self.pos >= len(self.candidates):
             return
+        # Walk well past the index: each extension costs moving the tail
+        # out and back, so doubling keeps the total linear.
+        index = max(index, 2 * len(self.items) + 16)
         state = self.owner.state
         rest = [c.info for c in self.items[removed:]]
         state.move_many(rest, -1, tas_too=False)

@@ -38,6 +38,15 @@ class Prepared:
     keys: IntArray
     delta: IntArray
     """[domain, resource] usage (per pod x count, plus pods)."""
+    unique: bool = True
+    """No key repeats (then a plain fancy-index add is exact)."""
+    big: bool = False
+    """Some delta is large enough that sums need saturating."""
+
+
+_BIG = 1 << 40
+"""Deltas below this cannot push sums near CAP in any realistic number of
+updates, so their tables skip saturation."""
 
 
 def _clamp(a: IntArray) -> IntArray:
@@ -342,7 +351,13 @@ class TasState:
             [[clip(v * c) for v in vec] for c in counts], dtype=np.int64
         ).reshape(len(counts), len(vec))
         owner = None if tree.hostname else tree
-        return Prepared(owner, np.asarray(keys, dtype=np.int64), delta)
+        return Prepared(
+            owner,
+            np.asarray(keys, dtype=np.int64),
+            delta,
+            unique=len(set(keys)) == len(keys),
+            big=bool(delta.size) and int(np.abs(delta).max()) >= _BIG,
+        )
 
     def apply(self, items: Sequence[Prepared], sign: int) -> None:
         """Add (1) or remove (-1) prepared usages, one table update per table.
@@ -360,14 +375,21 @@ class TasState:
         for group in groups.values():
             owner = group[0].owner
             usage = self._host_usage if owner is None else owner.usage
-            if len(group) == 1:
-                idx, delta = group[0].keys, group[0].delta
+            big = any(g.big for g in group)
+            if len(group) == 1 and group[0].unique:
+                # The common single-workload move: no repeated keys.
+                rows, delta = group[0].keys, group[0].delta
+                if sign > 0:
+                    usage[:, rows] += delta.T
+                else:
+                    usage[:, rows] -= delta.T
             else:
                 idx = np.concatenate([g.keys for g in group])
                 delta = np.concatenate([g.delta for g in group])
-            np.add.at(usage.T, idx, delta if sign > 0 else -delta)
-            rows = np.unique(idx)
-            usage[:, rows] = _clamp(usage[:, rows])
+                np.add.at(usage.T, idx, delta if sign > 0 else -delta)
+                rows = np.unique(idx)
+            if big:
+                usage[:, rows] = _clamp(usage[:, rows])
             self._refresh(owner, rows, usage)
 
     def update_many(
