@@ -224,43 +224,34 @@ def run_tasks(
     :class:`RunResult`, any other job whatever its ``execute`` returns.
     """
     results: list[Any] = []
-    remaining = list(tasks)
-    while remaining:
-        pool = ProcessPoolExecutor(
-            max_workers=max(1, jobs), mp_context=_context(), max_tasks_per_child=1
-        )
-        futures: dict[Future[Any], Work] = {
-            pool.submit(execute, t): t for t in remaining
-        }
-        done: set[int] = set()
-        broken = False
-        try:
-            for fut in as_completed(futures):
-                task = futures[fut]
-                try:
-                    res = fut.result()
-                except BrokenProcessPool:
-                    broken = True
-                    break
-                except Exception as exc:  # e.g. a result that failed to pickle
-                    res = failed(task, f"worker error: {exc!r}")
-                results.append(res)
-                done.add(id(task))
-                if progress is not None:
-                    progress(task, res)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-        left = [t for t in remaining if id(t) not in done]
-        if not broken:
-            break
-        # A worker died (killed, out of memory): the tasks in flight cannot
-        # be told apart, so each is retried once alone before being failed.
-        remaining = []
-        for task in left:
-            res = _isolated(task)
-            results.append(res)
-            if progress is not None:
-                progress(task, res)
+    done: set[int] = set()
+
+    def record(task: Work, res: Any) -> None:
+        results.append(res)
+        done.add(id(task))
+        if progress is not None:
+            progress(task, res)
+
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, jobs), mp_context=_context(), max_tasks_per_child=1
+    )
+    try:
+        futures: dict[Future[Any], Work] = {pool.submit(execute, t): t for t in tasks}
+        for fut in as_completed(futures):
+            try:
+                res = fut.result()
+            except BrokenProcessPool:
+                break
+            except Exception as exc:  # e.g. a result that failed to pickle
+                res = failed(futures[fut], f"worker error: {exc!r}")
+            record(futures[fut], res)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    # A worker died (killed, out of memory) and took the pool with it: the
+    # tasks in flight cannot be told apart, so each unfinished one runs alone.
+    for task in tasks:
+        if id(task) not in done:
+            record(task, _isolated(task))
     return results
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import os
+import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ from adapters.cli import main
 from benchmarks.harness import metrics
 from benchmarks.harness.matrix import Instance, Task, build_tasks
 from benchmarks.harness.report import ReportInputs, write_report
-from benchmarks.harness.runner import RunResult, _check, run_task
+from benchmarks.harness.runner import RunResult, _check, run_task, run_tasks
 from benchmarks.harness.simulate import SimJob
 from benchmarks.harness.trace import TraceJob, TraceResult, _summarize, published_curves
 from models.plan import Plan, PlanAdmission, PlanPending, PlanPreemption, SolverInfo
@@ -333,3 +336,31 @@ def test_tiny_bench_writes_markdown_csv_and_plots(tmp_path):
 def test_bench_rejects_bad_options(tmp_path, capsys):
     assert main(["bench", "--families", "nope", "--out", str(tmp_path)]) == 2
     assert "unknown families" in capsys.readouterr().err
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A pool job whose worker process dies (as under the OOM killer) when n == 1."""
+
+    n: int
+
+    @property
+    def label(self) -> str:
+        return f"crash {self.n}"
+
+    def execute(self) -> tuple[str, int]:
+        if self.n == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return ("ok", self.n)
+
+    def failed(self, why: str) -> tuple[str, int, str]:
+        return ("failed", self.n, why)
+
+
+def test_a_dead_worker_is_reported_and_the_other_runs_finish():
+    results = run_tasks([Crash(0), Crash(1), Crash(2)], jobs=2)
+    assert sorted(results, key=str) == [
+        ("failed", 1, "worker process died (killed or out of memory)"),
+        ("ok", 0),
+        ("ok", 2),
+    ]
