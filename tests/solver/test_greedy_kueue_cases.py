@@ -156,7 +156,7 @@ def compare(expected: dict[str, Any], plan: Plan) -> list[str]:
 
 @pytest.mark.parametrize("case", case_dirs(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_kueue_case(case: Path) -> None:
-    """One Kueue unit-test table entry: same admissions, flavors, placements, victims."""
+    """One Kueue test table entry: same admissions, flavors, placements, victims."""
     case_id = f"{case.parent.name}/{case.name}"
     if case_id in XFAIL:
         pytest.xfail(XFAIL[case_id])
