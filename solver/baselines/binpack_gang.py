@@ -41,11 +41,11 @@ from solver.baselines.common import (
     FlavorChoice,
     FlavorIndex,
     FloatArray,
+    GroupDomains,
     IntArray,
     Placement,
     PodSetPlacement,
 )
-from solver.tas.types import PODS
 
 WEIGHTS: dict[str, float] = {"cpu": 1.0, "memory": 1.0} | {r: 2.0 for r in ACCELERATORS}
 """Binpack weights per resource; resources not listed do not score."""
@@ -59,24 +59,19 @@ class BinpackGangScheduler(BaselineScheduler):
 
     def place(self, w: Workload, cq: ClusterQueue, choice: FlavorChoice) -> Placement:
         placements: list[PodSetPlacement] = []
-        group_domains: dict[str, tuple[int, int]] = {}
+        groups = GroupDomains()
         failure: str | None = None
         for ps, count in zip(w.pod_sets, choice.counts, strict=True):
-            per_pod = {r: v for r, v in ps.requests.items() if v > 0 and r != PODS}
-            flavor = self.tas_flavor(cq, ps, choice)
-            placed = PodSetPlacement(ps.name, 0, count, flavor, per_pod=per_pod)
+            job = self.start(cq, ps, count, choice)
+            placed, fi, vec = job.placed, job.fi, job.vec
             placements.append(placed)
-            if flavor is None:
-                placed.count = count
-                continue
-            fi = self.flavor_index(flavor)
-            vec = self.demand_vector(ps)
-            if fi is None or vec is None:
-                failure = f"no {flavor} node offers pod set {ps.name}'s resources"
+            if job.problem is not None:
+                failure = job.problem
                 break
+            if fi is None or vec is None:
+                continue  # not topology-placed
             floor = min(ps.min_count if ps.min_count is not None else count, count)
-            group = ps.topology.group
-            fixed = group_domains.get(group) if group else None
+            fixed = groups.get(ps)
             got = self._pack(fi, ps, vec, count, floor, fixed)
             if isinstance(got, str):
                 failure = f"pod set {ps.name}: {got}"
@@ -87,10 +82,7 @@ class BinpackGangScheduler(BaselineScheduler):
             if failure is not None:
                 break
             self.take(placed)
-            if group and ps.topology.required in fi.tree.levels:
-                k = fi.tree.levels.index(ps.topology.required or "")
-                first = next(iter(got))
-                group_domains.setdefault(group, (k, int(fi.domain_of[k][first])))
+            groups.note(ps, fi, got)
         if failure is not None:
             for placed in placements:
                 self.release(placed)

@@ -129,6 +129,41 @@ class FlavorIndex:
     """Per level, the domain index of every leaf."""
 
 
+class GroupDomains:
+    """The required-level domain each ``podSetGroupName`` group is bound to.
+
+    Kueue places a leader/worker group in one domain of its required level;
+    the group's first placed pod set fixes it for the others.
+    """
+
+    def __init__(self) -> None:
+        self._fixed: dict[str, tuple[int, int]] = {}
+
+    def get(self, ps: PodSet) -> tuple[int, int] | None:
+        """(level index, domain index) fixed for ``ps``'s group, if any."""
+        return self._fixed.get(ps.topology.group) if ps.topology.group else None
+
+    def note(self, ps: PodSet, fi: FlavorIndex, leaf_pods: Mapping[int, int]) -> None:
+        group, level = ps.topology.group, ps.topology.required
+        if not group or level not in fi.tree.levels or not leaf_pods:
+            return
+        k = fi.tree.levels.index(level or "")
+        first = next(iter(leaf_pods))
+        self._fixed.setdefault(group, (k, int(fi.domain_of[k][first])))
+
+
+@dataclass(slots=True)
+class PodSetStart:
+    """One pod set about to be placed: its record and what its placer needs."""
+
+    ps: PodSet
+    placed: PodSetPlacement
+    fi: FlavorIndex | None = None
+    vec: IntArray | None = None
+    problem: str | None = None
+    """Why its TAS flavor cannot hold it at all (``fi``/``vec`` are None)."""
+
+
 class BaselineScheduler(ABC):
     """Priority/FIFO quota admission with a pluggable placement step."""
 
@@ -375,6 +410,27 @@ class BaselineScheduler(ABC):
             return None
         found = self.tas_flavors(cq, ps, choice.flavors)
         return found[0] if found else None
+
+    def start(
+        self, cq: ClusterQueue, ps: PodSet, count: int, choice: FlavorChoice
+    ) -> PodSetStart:
+        """The placement record of one pod set and its flavor's arrays.
+
+        A pod set that is not topology-placed (a non-TAS flavor) comes back
+        counted in full, with nothing to place.
+        """
+        per_pod = {r: v for r, v in ps.requests.items() if v > 0 and r != PODS}
+        flavor = self.tas_flavor(cq, ps, choice)
+        placed = PodSetPlacement(ps.name, 0, count, flavor, per_pod=per_pod)
+        if flavor is None:
+            placed.count = count
+            return PodSetStart(ps, placed)
+        fi = self.flavor_index(flavor)
+        vec = self.demand_vector(ps)
+        if fi is None or vec is None:
+            why = f"no {flavor} node offers pod set {ps.name}'s resources"
+            return PodSetStart(ps, placed, problem=why)
+        return PodSetStart(ps, placed, fi, vec)
 
     # -- capacity -----------------------------------------------------------
 

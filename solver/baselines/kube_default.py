@@ -46,11 +46,11 @@ from solver.baselines.common import (
     BaselineScheduler,
     FlavorChoice,
     FlavorIndex,
+    GroupDomains,
     IntArray,
     Placement,
     PodSetPlacement,
 )
-from solver.tas.types import PODS
 
 
 class KubeDefaultScheduler(BaselineScheduler):
@@ -67,33 +67,23 @@ class KubeDefaultScheduler(BaselineScheduler):
 
     def place(self, w: Workload, cq: ClusterQueue, choice: FlavorChoice) -> Placement:
         placements: list[PodSetPlacement] = []
-        group_domains: dict[str, tuple[int, int]] = {}
+        groups = GroupDomains()
         failure: str | None = None
         for ps, count in zip(w.pod_sets, choice.counts, strict=True):
-            per_pod = {r: v for r, v in ps.requests.items() if v > 0 and r != PODS}
-            flavor = self.tas_flavor(cq, ps, choice)
-            placed = PodSetPlacement(ps.name, 0, count, flavor, per_pod=per_pod)
+            job = self.start(cq, ps, count, choice)
+            placed, fi, vec = job.placed, job.fi, job.vec
             placements.append(placed)
-            if flavor is None:
-                placed.count = count  # quota-only flavor: nothing to bind here
-                continue
-            fi = self.flavor_index(flavor)
-            vec = self.demand_vector(ps)
             if fi is None or vec is None:
-                failure = failure or (
-                    f"no {flavor} node offers pod set {ps.name}'s resources"
-                )
+                # Not topology-placed (nothing to bind), or no node can
+                # take it: the other pod sets still bind what they can.
+                failure = failure or job.problem
                 continue
-            group = ps.topology.group
-            fixed = group_domains.get(group) if group else None
+            fixed = groups.get(ps)
             got = self._schedule_pods(fi, ps, vec, count, fixed)
             placed.leaf_pods = {leaf: n for leaf, n in got.items() if n > 0}
             placed.count = sum(placed.leaf_pods.values())
             self.take(placed)
-            if group and ps.topology.required in fi.tree.levels and placed.leaf_pods:
-                k = fi.tree.levels.index(ps.topology.required or "")
-                first = next(iter(placed.leaf_pods))
-                group_domains.setdefault(group, (k, int(fi.domain_of[k][first])))
+            groups.note(ps, fi, placed.leaf_pods)
             floor = ps.min_count if ps.min_count is not None else count
             if placed.count < min(floor, count):
                 failure = failure or (
