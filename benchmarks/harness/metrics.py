@@ -34,7 +34,7 @@ Definitions (accelerators are ``nvidia.com/gpu``, ``amd.com/gpu``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from models.cluster import HOSTNAME_LABEL, Node
@@ -104,6 +104,22 @@ def _workload_gpus(w: Workload) -> int:
     if w.admission is None:
         return 0
     return sum(_psa_gpus(p) for p in w.admission.pod_set_assignments)
+
+
+def admitted_pod_sets(
+    snapshot: Snapshot, plan: Plan
+) -> Iterator[tuple[Workload, PodSet, PodSetAssignment]]:
+    """Each admitted pod set with its spec (entries naming nothing are skipped:
+    the validator reports those)."""
+    pending = {w.key: w for w in snapshot.pending}
+    for a in plan.admissions:
+        w = pending.get(a.workload)
+        if w is None:
+            continue
+        for psa in a.pod_set_assignments:
+            ps = w.pod_set(psa.name)
+            if ps is not None:
+                yield w, ps, psa
 
 
 def usable(node: Node) -> bool:
@@ -199,22 +215,14 @@ def node_usage(
             assert psa.topology_assignment is not None
             for d in psa.topology_assignment.domains:
                 _add(used, d.values[-1], per_pod, d.count)
-    pending = {w.key: w for w in snapshot.pending}
-    for a in plan.admissions:
-        spec = pending.get(a.workload)
-        if spec is None:
+    for _, ps, psa in admitted_pod_sets(snapshot, plan):
+        if not _hostname_leaves(snapshot, psa):
+            unplaced += _psa_gpus(psa)
             continue
-        for psa in a.pod_set_assignments:
-            ps = spec.pod_set(psa.name)
-            if ps is None:
-                continue
-            if not _hostname_leaves(snapshot, psa):
-                unplaced += _psa_gpus(psa)
-                continue
-            per_pod = {r: v for r, v in ps.requests.items() if r != PODS and v > 0}
-            assert psa.topology_assignment is not None
-            for d in psa.topology_assignment.domains:
-                _add(used, d.values[-1], per_pod, d.count)
+        per_pod = {r: v for r, v in ps.requests.items() if r != PODS and v > 0}
+        assert psa.topology_assignment is not None
+        for d in psa.topology_assignment.domains:
+            _add(used, d.values[-1], per_pod, d.count)
     for h in held:
         for node, amounts in h.nodes.items():
             slot = used.setdefault(node, {})
@@ -297,27 +305,20 @@ def _span_level(ps: PodSet, levels: tuple[str, ...]) -> str | None:
 
 def topology_quality(snapshot: Snapshot, plan: Plan) -> tuple[int, int, list[int]]:
     """(gangs with a level, of which within one domain, domains spanned each)."""
-    pending = {w.key: w for w in snapshot.pending}
     gangs = in_domain = 0
     spans: list[int] = []
-    for a in plan.admissions:
-        w = pending.get(a.workload)
-        if w is None:
+    for _, ps, psa in admitted_pod_sets(snapshot, plan):
+        ta = psa.topology_assignment
+        if ta is None or psa.count <= 1:
             continue
-        for psa in a.pod_set_assignments:
-            ps = w.pod_set(psa.name)
-            ta = psa.topology_assignment
-            if ps is None or ta is None or psa.count <= 1:
-                continue
-            levels = _topology_levels(snapshot, psa)
-            level = _span_level(ps, levels)
-            if level is None:
-                continue
-            domains = set(_domains(snapshot, ta.levels, ta.domains, level))
-            spans.append(len(domains))
-            if ps.topology.required or ps.topology.preferred:
-                gangs += 1
-                in_domain += len(domains) == 1
+        level = _span_level(ps, _topology_levels(snapshot, psa))
+        if level is None:
+            continue
+        domains = set(_domains(snapshot, ta.levels, ta.domains, level))
+        spans.append(len(domains))
+        if ps.topology.required or ps.topology.preferred:
+            gangs += 1
+            in_domain += len(domains) == 1
     return gangs, in_domain, spans
 
 

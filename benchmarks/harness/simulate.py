@@ -389,6 +389,7 @@ class SimulationReport:
         return out
 
     def plots(self, directory: Path) -> dict[str, Path]:
+        """GPU utilisation over time, and the queueing-delay distribution."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -403,40 +404,38 @@ class SimulationReport:
         if not good:
             return {}
         dash = {"generated": "-", "trace": ":"}
-        out: dict[str, Path] = {}
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        for r in good:
-            xs = [x / 3600 for x, _ in r.util]
-            ys = [y for _, y in r.util]
-            ax.step(xs, ys, where="post", label=f"{r.solver} ({r.timing})",
-                    color=COLORS.get(r.solver), linestyle=dash.get(r.timing, "-"))
-        ax.set_xlabel("simulated time (h)")
-        ax.set_ylabel("GPU utilisation %")
-        ax.set_ylim(0, 100)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = directory / "sim-utilisation.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out["sim-util"] = path
-        fig, ax = plt.subplots(figsize=(5, 3.5))
+
+        def draw(name: str, size: tuple[float, float], xlabel: str, ylabel: str,
+                 series: list[tuple[SimResult, Any, Any]]) -> Path:
+            fig, ax = plt.subplots(figsize=size)
+            for r, xs, ys in series:
+                ax.step(xs, ys, where="post", label=f"{r.solver} ({r.timing})",
+                        color=COLORS.get(r.solver), linestyle=dash.get(r.timing, "-"))
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            path = directory / name
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            return path
+
+        util = [
+            (r, [t / 3600 for t, _ in r.util], [u for _, u in r.util]) for r in good
+        ]
+        delay = []
         for r in good:
             if r.queue_delay_s:
-                delays = np.sort(np.asarray(r.queue_delay_s)) / 60
-                share = np.arange(1, delays.size + 1) / delays.size
-                ax.step(delays, share, where="post", label=f"{r.solver} ({r.timing})",
-                        color=COLORS.get(r.solver), linestyle=dash.get(r.timing, "-"))
-        ax.set_xlabel("queueing delay (min)")
-        ax.set_ylabel("share of workloads")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = directory / "sim-queueing-delay.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        out["sim-delay"] = path
-        return out
+                minutes = np.sort(np.asarray(r.queue_delay_s)) / 60
+                share = np.arange(1, minutes.size + 1) / minutes.size
+                delay.append((r, minutes, share))
+        return {
+            "sim-util": draw("sim-utilisation.png", (7, 3.5), "simulated time (h)",
+                             "GPU utilisation %", util),
+            "sim-delay": draw("sim-queueing-delay.png", (5, 3.5),
+                              "queueing delay (min)", "share of workloads", delay),
+        }
 
 
 def _m(seconds: float | None) -> str:
