@@ -217,19 +217,7 @@ def compile_data(
     for info in holders:
         for fr, v in info.usage.items():
             base[info.cq][fr] = base[info.cq].get(fr, 0) + v
-        leaf_usage: dict[int, dict[str, int]] = {}
-        for t in info.tas:
-            ft = topos.get(t.flavor)
-            if ft is None:
-                continue
-            for d in t.assignment.domains:
-                leaf = ft.by_value.get(tuple(d.values))
-                if leaf is None:
-                    continue
-                acc = leaf_usage.setdefault(leaf, {})
-                for r, v in t.per_pod.items():
-                    acc[r] = acc.get(r, 0) + v * d.count
-                acc[PODS] = acc.get(PODS, 0) + d.count
+        leaf_usage = _leaf_usage(topos, info)
         for leaf, usage in leaf_usage.items():
             for r, v in usage.items():
                 leaves[leaf].free[r] = leaves[leaf].free.get(r, 0) - v
@@ -247,6 +235,66 @@ def compile_data(
             continue
         cq_name = snap.cluster_queue_of(w)
         if cq_name is None or snap.blocked_reason(w) is not None:
+            continue
+        _add_workload(data, w, snap.cluster_queues[cq_name])
+    _add_pairs(data)
+    _add_chains(data)
+    return data
+
+
+def _leaf_usage(
+    topos: dict[str, FlavorTopo], info: WlInfo
+) -> dict[int, dict[str, int]]:
+    """TAS usage a quota holder has per leaf (per-pod usage x pods, plus pods)."""
+    leaf_usage: dict[int, dict[str, int]] = {}
+    for t in info.tas:
+        ft = topos.get(t.flavor)
+        if ft is None:
+            continue
+        for d in t.assignment.domains:
+            leaf = ft.by_value.get(tuple(d.values))
+            if leaf is None:
+                continue
+            acc = leaf_usage.setdefault(leaf, {})
+            for r, v in t.per_pod.items():
+                acc[r] = acc.get(r, 0) + v * d.count
+            acc[PODS] = acc.get(PODS, 0) + d.count
+    return leaf_usage
+
+
+def derive(
+    base: ModelData, inside: dict[str, WlInfo], allowed_nodes: frozenset[str]
+) -> ModelData:
+    """A neighbourhood of ``base`` without recompiling the cluster.
+
+    ``base`` has every admission fixed; the workloads in ``inside`` become
+    decisions again (their quota and TAS usage go back to the pool), next to
+    ``base``'s own free (pending) workloads, with placements only on
+    ``allowed_nodes``.  Victims, quota structure and the rest are shared.
+    """
+    snap = base.snapshot
+    leaves = [Leaf(lf.idx, lf.key, dict(lf.free), lf.node) for lf in base.leaves]
+    usage = {cq: dict(u) for cq, u in base.base_usage.items()}
+    for info in inside.values():
+        for fr, v in info.usage.items():
+            usage[info.cq][fr] = usage[info.cq].get(fr, 0) - v
+        for leaf, amounts in _leaf_usage(base.topos, info).items():
+            for r, v in amounts.items():
+                leaves[leaf].free[r] = leaves[leaf].free.get(r, 0) + v
+    data = ModelData(
+        snap, base.tree, [], [], [], base.victims, leaves, base.topos, usage, {}, [], {}
+    )
+    data.fixed_admissions = [
+        a for a in base.fixed_admissions if a.workload not in inside
+    ]
+    data.fixed_preemptions = list(base.fixed_preemptions)
+    data.max_leaves = base.max_leaves
+    data.allowed_nodes = allowed_nodes
+    keys = sorted({wd.key for wd in base.workloads} | set(inside))
+    for key in keys:
+        w = snap.workloads[key]
+        cq_name = snap.cluster_queue_of(w) if key not in inside else inside[key].cq
+        if cq_name is None:
             continue
         _add_workload(data, w, snap.cluster_queues[cq_name])
     _add_pairs(data)

@@ -21,7 +21,8 @@ from collections.abc import Callable
 
 from models.plan import Plan
 from models.snapshot import Snapshot
-from solver.cpsat.data import ModelData, admitted_info, compile_data
+from solver.cpsat.data import ModelData, admitted_info, compile_data, derive
+from solver.greedy.state import WlInfo
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -66,6 +67,7 @@ def improve(
     solve: Solve,
     deadline: float,
     step_budget: float = 4.0,
+    max_leaves: int | None = None,
 ) -> Plan:
     blocks = _blocks(snapshot)
     if len(blocks) < 2:
@@ -79,33 +81,37 @@ def improve(
             for n in nodes
         )
     order = sorted(blocks, key=lambda k: (-free_gpus[k], k))
-    steps = 0
+    steps = improved = 0
+    base: ModelData | None = None
+    fixed: dict[str, WlInfo] = {}
     for key in order:
         remaining = deadline - time.perf_counter()
         if remaining < 1.0:
             break
+        if base is None:
+            # Everything the current plan admits is fixed once; each
+            # neighbourhood then frees its own part without a recompile.
+            admitted = {a.workload: a for a in plan.admissions}
+            fixed = {k: admitted_info(snapshot, a) for k, a in admitted.items()}
+            base = compile_data(
+                snapshot,
+                free=[w for w in snapshot.pending if w.key not in admitted],
+                fixed=fixed,
+                removed=frozenset(p.workload for p in plan.preemptions),
+            )
+            base.fixed_admissions = list(plan.admissions)
+            base.fixed_preemptions = list(plan.preemptions)
+            base.max_leaves = max_leaves
         nodes = blocks[key]
         placed = _nodes_of(snapshot, plan)
-        admitted = {a.workload: a for a in plan.admissions}
-        inside = {w for w, ns in placed.items() if ns and ns <= nodes}
-        pending = [w for w in snapshot.pending if w.key not in admitted]
-        free = [snapshot.workloads[k] for k in sorted(inside)] + pending
-        fixed = {
-            k: admitted_info(snapshot, a)
-            for k, a in admitted.items()
-            if k not in inside
+        inside = {
+            w: fixed[w] for w, ns in placed.items() if ns and ns <= nodes and w in fixed
         }
-        kept = [p for p in plan.preemptions if p.preemptor not in inside]
-        data = compile_data(
-            snapshot,
-            free=free,
-            fixed=fixed,
-            removed=frozenset(p.workload for p in kept),
-        )
-        data.fixed_admissions = [admitted[k] for k in sorted(fixed)]
-        data.fixed_preemptions = kept
-        data.allowed_nodes = frozenset(nodes)
-        plan = solve(data, plan, min(step_budget, remaining - 0.5))
+        data = derive(base, inside, frozenset(nodes))
+        remaining = deadline - time.perf_counter()
+        new = solve(data, plan, min(step_budget, remaining - 0.5))
         steps += 1
-    log.info("LNS: %d neighbourhood(s) re-optimised", steps)
+        if new.admissions != plan.admissions or new.preemptions != plan.preemptions:
+            plan, base, improved = new, None, improved + 1
+    log.info("LNS: %d neighbourhood(s) re-optimised, %d improved", steps, improved)
     return plan

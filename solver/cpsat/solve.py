@@ -141,7 +141,7 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
             return better
 
         status = plan.solver.status
-        plan = improve(snapshot, plan, step, deadline)
+        plan = improve(snapshot, plan, step, deadline, max_leaves=RESIDUAL_LEAVES)
         plan = plan.model_copy(
             update={
                 "solver": plan.solver.model_copy(
