@@ -314,7 +314,9 @@ class Constraints:
                     for (q, fr), (terms, const, scale) in self.cq_usage.items():
                         if q != cq:
                             continue
-                        rhs = max((node.nominal.get(fr, 0) - const) // scale, 0)
+                        # No status-quo relaxation here: the reclaim is legal
+                        # only if the preemptor's queue truly ends in quota.
+                        rhs = (node.nominal.get(fr, 0) - const) // scale
                         expr = sum(c * x for c, x in terms)
                         self.model.add(expr <= rhs).only_enforce_if(s)
             if vd.info.key not in self.unattributed:

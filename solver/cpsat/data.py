@@ -197,6 +197,26 @@ def admitted_info(snap: Snapshot, adm: PlanAdmission) -> WlInfo:
     return running_info(snap, obj)
 
 
+RESIDUAL_PER_QUEUE = 32
+"""Pending workloads per queue a residual (large-instance) model decides:
+the heads in Kueue's queue order.  15,000 pending workloads would otherwise
+make a model no time limit can build."""
+
+
+def residual_candidates(snap: Snapshot, admitted: Iterable[str]) -> list[Workload]:
+    """The first pending, not-yet-admitted workloads of every queue."""
+    taken = set(admitted)
+    by_cq: dict[str, list[Workload]] = {}
+    for w in snap.admissible():
+        if w.key not in taken:
+            by_cq.setdefault(snap.cluster_queue_of(w) or "", []).append(w)
+    out: list[Workload] = []
+    for members in by_cq.values():
+        members.sort(key=lambda w: (-w.priority, w.queue_order_timestamp, w.uid, w.key))
+        out += members[:RESIDUAL_PER_QUEUE]
+    return out
+
+
 def compile_data(
     snap: Snapshot,
     free: Iterable[Workload] | None = None,

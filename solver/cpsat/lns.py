@@ -21,7 +21,13 @@ from collections.abc import Callable
 
 from models.plan import Plan
 from models.snapshot import Snapshot
-from solver.cpsat.data import ModelData, admitted_info, compile_data, derive
+from solver.cpsat.data import (
+    ModelData,
+    admitted_info,
+    compile_data,
+    derive,
+    residual_candidates,
+)
 from solver.greedy.state import WlInfo
 
 log = logging.getLogger("placewise.cpsat")
@@ -95,7 +101,7 @@ def improve(
             fixed = {k: admitted_info(snapshot, a) for k, a in admitted.items()}
             base = compile_data(
                 snapshot,
-                free=[w for w in snapshot.pending if w.key not in admitted],
+                free=residual_candidates(snapshot, admitted),
                 fixed=fixed,
                 removed=frozenset(p.workload for p in plan.preemptions),
             )

@@ -15,7 +15,12 @@ import time
 
 from models.plan import Plan
 from models.snapshot import Snapshot
-from solver.cpsat.data import ModelData, admitted_info, compile_data
+from solver.cpsat.data import (
+    ModelData,
+    admitted_info,
+    compile_data,
+    residual_candidates,
+)
 from solver.cpsat.lns import improve
 from solver.cpsat.model import CPModel, CpSatParams
 from solver.eligibility import requests_tas
@@ -56,7 +61,7 @@ def _compile(snapshot: Snapshot, greedy: Plan) -> ModelData:
         log.info("large instance: solving what the greedy left pending")
         data = compile_data(
             snapshot,
-            free=[w for w in snapshot.pending if w.key not in admitted],
+            free=residual_candidates(snapshot, admitted),
             fixed={k: admitted_info(snapshot, a) for k, a in admitted.items()},
             removed=frozenset(p.workload for p in greedy.preemptions),
         )
@@ -122,7 +127,13 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
             "more priority-weighted demand running without it"
         )
     # Building the model counts against the limit: solve to the deadline.
-    plan, _ = model.solve(greedy, reasons, deadline=start + params.time_limit)
+    # In residual mode the residual solve gets a third of what is left; the
+    # block-by-block search, which can move admitted work, gets the rest.
+    end = start + params.time_limit
+    if data.max_leaves is not None:
+        now = time.perf_counter()
+        end = now + (end - now) / 3
+    plan, _ = model.solve(greedy, reasons, deadline=end)
     if data.max_leaves is not None:
         deadline = start + params.time_limit
 
