@@ -22,7 +22,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy models solver adapters
+	$(BIN)/mypy models solver adapters benchmarks
 
 clean:
 	rm -rf $(VENV) build *.egg-info

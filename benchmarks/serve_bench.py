@@ -141,8 +141,8 @@ class Timings:
             finally:
                 self.in_tree += time.perf_counter() - started
 
-        emulator_extender.post = timed_post  # type: ignore[assignment]
-        fit.filter_nodes = timed_filter  # type: ignore[assignment]
+        emulator_extender.post = timed_post
+        fit.filter_nodes = timed_filter
 
     def report(self) -> dict[str, tuple[int, float, float]]:
         out = {}
@@ -192,8 +192,10 @@ def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str]:
     ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
+    stderr = proc.stderr
+    assert stderr is not None
     threading.Thread(
-        target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True
+        target=lambda: lines.extend(iter(stderr.readline, "")), daemon=True
     ).start()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -288,11 +290,10 @@ def measure(args: argparse.Namespace, emu: Emulator, url: str) -> int:
                 planned_at = time.monotonic()
         # Only the unbound ones (a field selector): polling must not load the
         # emulator that the scheduler and the sidecar are measured against.
-        unbound = json.loads(
-            core.list_namespaced_pod(
-                "bench", field_selector="spec.nodeName=", _preload_content=False
-            ).data
-        )["items"]
+        raw: Any = core.list_namespaced_pod(
+            "bench", field_selector="spec.nodeName=", _preload_content=False
+        )
+        unbound = json.loads(raw.data)["items"]
         done = len(pods) - len(unbound)
         if not unbound:
             bound_at = time.monotonic()
@@ -322,14 +323,17 @@ def measure(args: argparse.Namespace, emu: Emulator, url: str) -> int:
     if args.mode == "extender":
         print(f"stand-in's own in-tree filtering: {timings.in_tree:.1f} s in total")
     for verb in ("filter", "bind"):
-        n = metrics[
+        count = metrics[
             f'placewise_extender_request_duration_seconds_count{{result="ok",verb="{verb}"}}'
         ]
         total = metrics[
             f'placewise_extender_request_duration_seconds_sum{{result="ok",verb="{verb}"}}'
         ]
-        if n:
-            print(f"sidecar-side {verb}: mean {1000 * total / n:.2f} ms over {n:.0f}")
+        if count:
+            print(
+                f"sidecar-side {verb}: mean {1000 * total / count:.2f} ms "
+                f"over {count:.0f}"
+            )
     solves = metrics["placewise_solve_duration_seconds_count"]
     total = metrics["placewise_solve_duration_seconds_sum"]
     print(

@@ -41,8 +41,14 @@ class Constraints:
         self.data = data
         self.v = v
         self.usage_terms: dict[tuple[str, FR], LinearTerms] = defaultdict(list)
-        self._scales: dict[FR, int] = {}
         """(queue, fr) -> coefficient/variable terms of the queue's usage."""
+        self.own_terms: dict[int, dict[FR, LinearTerms]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        """(workload, fr) -> the workload's own usage terms."""
+        self.victim_terms: dict[tuple[str, FR], LinearTerms] = defaultdict(list)
+        """(queue, fr) -> usage its running workloads give back when evicted."""
+        self._scales: dict[FR, int] = {}
         self.cq_usage: dict[tuple[str, FR], tuple[LinearTerms, int, int]] = {}
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
         scale) for queues whose usage some decision changes."""
@@ -93,10 +99,12 @@ class Constraints:
                 for r, q in pd.requests.items():
                     if r in covered and q:
                         self.usage_terms[(cq.name, (f, r))].append((q, u))
+                        self.own_terms[pd.wl][(f, r)].append((q, u))
         for vd, x in zip(self.data.victims, self.v.victims, strict=True):
             for fr, q in vd.info.usage.items():
                 if q:
                     self.usage_terms[(vd.info.cq, fr)].append((-q, x))
+                    self.victim_terms[(vd.info.cq, fr)].append((-q, x))
 
     def _quota_with_cohorts(self) -> None:
         """kueue-semantics §9: per tree node, usage within subtree quota and limits."""
@@ -309,18 +317,24 @@ class Constraints:
                 ]
                 self.model.add(s <= sum(uses))
                 if need_nominal:
-                    cq = data.workloads[w].cq.name
-                    node = data.tree.node(cq)
-                    for (q, fr), (terms, const, scale) in self.cq_usage.items():
-                        if q != cq:
-                            continue
-                        # No status-quo relaxation here: the reclaim is legal
-                        # only if the preemptor's queue truly ends in quota.
-                        rhs = (node.nominal.get(fr, 0) - const) // scale
-                        expr = sum(c * x for c, x in terms)
-                        self.model.add(expr <= rhs).only_enforce_if(s)
+                    self._within_nominal_alone(w, s)
             if vd.info.key not in self.unattributed:
                 self.model.add(victim <= sum(ss))
+
+    def _within_nominal_alone(self, w: int, s: cp_model.IntVar) -> None:
+        """A reclaim that borrowWithinCohort does not allow: the preemptor's
+        queue must end within nominal quota, judged as the validator judges
+        it, with the running workloads that stay plus the preemptor alone
+        (later admissions into the queue do not undo a legal reclaim)."""
+        cq = self.data.workloads[w].cq.name
+        node = self.data.tree.node(cq)
+        base = self.data.base_usage.get(cq, {})
+        for fr, own in sorted(self.own_terms[w].items(), key=lambda kv: kv[0]):
+            scale = self._scale(fr)
+            terms = own + self.victim_terms.get((cq, fr), [])
+            expr = sum((c // scale) * x for c, x in terms)
+            rhs = (node.nominal.get(fr, 0) - base.get(fr, 0)) // scale
+            self.model.add(expr <= rhs).only_enforce_if(s)
 
     def _strict_fifo(self) -> None:
         """StrictFIFO: a workload is admitted only if all ahead of it are."""

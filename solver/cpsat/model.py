@@ -122,6 +122,9 @@ class CPModel:
             self.params.time_limit if deadline is None else max(deadline - start, 0.05)
         )
         hint = self.complete(greedy)
+        # A hint from the relaxed model guides the search but is not a plan
+        # of this model: its victim attribution may break the pair rules.
+        trusted = hint is not None
         if hint is None and greedy.preemptions:
             # Evaluate greedy in a model that tolerates its unattributed
             # victims; same variables, so the values still hint this model.
@@ -159,6 +162,7 @@ class CPModel:
                     i: solver.value(self.model.get_int_var_from_proto_index(i))
                     for i in range(len(self.model.proto.variables))
                 }
+                trusted = True
                 best = sum(c * values[x.index] for c, x in terms)
                 results.append(
                     StageResult(
@@ -167,7 +171,7 @@ class CPModel:
                         solver.best_objective_bound,
                     )
                 )
-            elif values is not None:
+            elif values is not None and trusted:
                 best = sum(c * values[x.index] for c, x in terms)
                 results.append(StageResult("FEASIBLE", float(best), None))
             else:
@@ -175,7 +179,7 @@ class CPModel:
                 break
             self.model.add(expr >= best)
         wall = time.perf_counter() - start
-        if values is None:
+        if values is None or not trusted:
             return greedy.model_copy(
                 update={
                     "solver": greedy.solver.model_copy(

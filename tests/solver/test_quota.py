@@ -68,7 +68,9 @@ def test_remove_restores_every_level() -> None:
     before = {k: dict(n.usage) for k, n in tree.nodes.items()}
     tree.add_usage("a", {FR: 9000})
     tree.remove_usage("a", {FR: 9000})
-    after = {k: {fr: v for fr, v in n.usage.items() if v} for k, n in tree.nodes.items()}
+    after = {
+        k: {fr: v for fr, v in n.usage.items() if v} for k, n in tree.nodes.items()
+    }
     assert after == {k: {fr: v for fr, v in u.items() if v} for k, u in before.items()}
 
 
