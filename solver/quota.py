@@ -127,46 +127,39 @@ class QuotaTree:
 
     # -- usage -------------------------------------------------------------
 
+    # add/remove are the hottest loops of a large preemption search, so the
+    # propagation is inlined (local quota absorbs first; only what it cannot
+    # hold reaches the parent, the same rules as local_available).
+
     def add_usage(self, cq: str, usage: Mapping[FR, int]) -> None:
         node = self.nodes[cq_id(cq)]
         for fr, v in usage.items():
-            if v:
-                self._add(node, fr, v)
+            n: QuotaNode | None = node
+            while n is not None and v > 0:
+                u = n.usage
+                used = u.get(fr, 0)
+                u[fr] = used + v
+                lq = n.lq.get(fr, 0)
+                if lq > used:
+                    if v <= lq - used:
+                        break
+                    v -= lq - used
+                n = n.parent
 
     def remove_usage(self, cq: str, usage: Mapping[FR, int]) -> None:
         node = self.nodes[cq_id(cq)]
         for fr, v in usage.items():
-            if v:
-                self._remove(node, fr, v)
-
-    # _add/_remove are the hottest code of a large preemption search, so the
-    # local-quota arithmetic is inlined (same rules as local_available).
-
-    def _add(self, node: QuotaNode, fr: FR, v: int) -> None:
-        n: QuotaNode | None = node
-        while n is not None and v > 0:
-            usage = n.usage
-            used = usage.get(fr, 0)
-            usage[fr] = used + v
-            lq = n.lq.get(fr, 0)
-            la = lq - used if lq > used else 0
-            if v <= la:
-                return
-            v -= la
-            n = n.parent
-
-    def _remove(self, node: QuotaNode, fr: FR, v: int) -> None:
-        n: QuotaNode | None = node
-        while n is not None and v > 0:
-            usage = n.usage
-            used = usage.get(fr, 0)
-            usage[fr] = used - v
-            stored = used - n.lq.get(fr, 0)
-            if stored <= 0:
-                return
-            if stored < v:
-                v = stored
-            n = n.parent
+            n: QuotaNode | None = node
+            while n is not None and v > 0:
+                u = n.usage
+                used = u.get(fr, 0)
+                u[fr] = used - v
+                stored = used - n.lq.get(fr, 0)
+                if stored <= 0:
+                    break
+                if stored < v:
+                    v = stored
+                n = n.parent
 
     # -- queries -------------------------------------------------------------
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import Enum
 
 from models.cluster import ClusterQueue
 from solver.greedy.state import ClusterState, WlInfo
 from solver.quota import FR, QuotaNode, cq_id
 
-NOW = datetime.max.replace(tzinfo=UTC)
 """A missing QuotaReserved time sorts as "now", i.e. the most recent."""
 
 
@@ -67,14 +65,7 @@ def candidate_order(preemptor_cq: str) -> Callable[[WlInfo], tuple[object, ...]]
     """§5.2: evicted first, other queues first, lowest priority, newest, UID."""
 
     def key(c: WlInfo) -> tuple[object, ...]:
-        reserved = c.obj.quota_reserved_at or NOW
-        return (
-            not c.evicted,
-            c.cq == preemptor_cq,
-            c.priority,
-            -reserved.timestamp() if reserved != NOW else float("-inf"),
-            c.uid,
-        )
+        return (not c.evicted, c.cq == preemptor_cq, c.victim_order)
 
     return key
 
@@ -324,37 +315,6 @@ class Preemptor:
 
     # -- candidate collection ---------------------------------------------
 
-    def _classify(
-        self,
-        wl: WlInfo,
-        cq: ClusterQueue,
-        cand: WlInfo,
-        frs_need: frozenset[FR],
-        advantage: bool,
-    ) -> Variant | None:
-        if not (cand.frs & frs_need):
-            return None
-        same = cand.cq == wl.cq
-        policy = (
-            cq.preemption.within_cluster_queue
-            if same
-            else cq.preemption.reclaim_within_cohort
-        )
-        if not satisfies_policy(wl, cand, policy):
-            return None
-        if same:
-            return Variant.WITHIN_CQ
-        if advantage:
-            return Variant.HIERARCHICAL_RECLAIM
-        if borrow_forbidden(cq):
-            return Variant.RECLAIM_WITHOUT_BORROWING
-        threshold = cq.preemption.borrow_within_cohort.max_priority_threshold
-        if cand.priority >= wl.priority or (
-            threshold is not None and cand.priority > threshold
-        ):
-            return Variant.RECLAIM_WITHOUT_BORROWING
-        return Variant.RECLAIM_WHILE_BORROWING
-
     def _from_queue(
         self,
         wl: WlInfo,
@@ -364,11 +324,38 @@ class Preemptor:
         frs_need: frozenset[FR],
         advantage: bool,
     ) -> list[_Candidate]:
+        """The queue's workloads the preemptor may evict, each with its
+        variant: sharing a needed flavor-resource, allowed by the queue's
+        policy.  What does not depend on the candidate is decided once: this
+        loop runs over every running workload in every search of a large run."""
+        running = self.state.running.get(queue)
+        if not running:
+            return []
+        same = queue == wl.cq
+        pre = cq.preemption
+        policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
+        if same:
+            fixed: Variant | None = Variant.WITHIN_CQ
+        elif advantage:
+            fixed = Variant.HIERARCHICAL_RECLAIM
+        elif borrow_forbidden(cq):
+            fixed = Variant.RECLAIM_WITHOUT_BORROWING
+        else:
+            fixed = None
+        threshold = pre.borrow_within_cohort.max_priority_threshold
         out = []
-        for info in self.state.running.get(queue, {}).values():
-            variant = self._classify(wl, cq, info, frs_need, advantage)
-            if variant is not None:
-                out.append(_Candidate(info, lca, variant))
+        for info in running.values():
+            if not (info.frs & frs_need) or not satisfies_policy(wl, info, policy):
+                continue
+            variant = fixed
+            if variant is None:
+                variant = (
+                    Variant.RECLAIM_WITHOUT_BORROWING
+                    if info.priority >= wl.priority
+                    or (threshold is not None and info.priority > threshold)
+                    else Variant.RECLAIM_WHILE_BORROWING
+                )
+            out.append(_Candidate(info, lca, variant))
         return out
 
     def _same_queue(

@@ -42,12 +42,21 @@ class WlInfo:
     key: str = field(init=False)
     priority: int = field(init=False)
     queue_ts: datetime = field(init=False)
+    victim_order: tuple[int, float, str] = field(init=False)
+    """Kueue's candidate order after its first two keys (§5.2): lowest
+    priority, then most recently reserved, then UID."""
 
     def __post_init__(self) -> None:
         # Hot: read millions of times in a large run's preemption searches.
         self.key = self.obj.key
         self.priority = self.obj.priority
         self.queue_ts = self.obj.queue_order_timestamp
+        reserved = self.obj.quota_reserved_at
+        self.victim_order = (
+            self.priority,
+            -reserved.timestamp() if reserved is not None else float("-inf"),
+            self.obj.uid or self.obj.key,
+        )
 
     @property
     def uid(self) -> str:
