@@ -145,20 +145,19 @@ class _Walk:
         # out and back, so doubling keeps the total linear.
         index = max(index, 2 * len(self.items) + 16)
         state = self.owner.state
+        quota = state.quota
         rest = [c.info for c in self.items[removed:]]
-        state.move_many(rest, -1, tas_too=False)
+        state.quota_move(rest, -1)
         start = len(self.items)
         try:
             while len(self.items) <= index and self.pos < len(self.candidates):
                 cand = self.candidates[self.pos]
                 self.pos += 1
                 if self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
-                    state.remove(cand.info, tas_too=False)
+                    quota.remove_usage(cand.info.cq, cand.info.usage)
                     self.items.append(cand)
         finally:
-            state.move_many(
-                rest + [c.info for c in self.items[start:]], 1, tas_too=False
-            )
+            state.quota_move(rest + [c.info for c in self.items[start:]], 1)
 
 
 class Preemptor:
@@ -247,13 +246,13 @@ class Preemptor:
                 walk.pos += 1
                 if not self._valid(wl, cand, borrowing, frs_need):
                     continue
-                self.state.remove(cand.info, tas_too=False)
+                self.quota.remove_usage(cand.info.cq, cand.info.usage)
                 seq.append(cand)
                 if self._fits(wl, usage, borrowing, None):
                     first = len(seq) - 1
                     break
         finally:
-            self.state.move_many([c.info for c in seq], 1, tas_too=False)
+            self.state.quota_move([c.info for c in seq], 1)
         return walk, first
 
     def _first_tas_fit(self, walk: _Walk, first: int, memo: _TasMemo) -> int | None:

@@ -158,6 +158,22 @@ class ClusterState:
         if tas_too:
             self.tas.apply([p for i in infos for p in self.prepared(i)], sign)
 
+    def quota_move(self, infos: Iterable[WlInfo], sign: int) -> None:
+        """Quota only, and ``running`` untouched: for the preemption walk's
+        what-if moves, which read nothing else and are always undone."""
+        per_cq: dict[str, dict[FR, int]] = {}
+        for info in infos:
+            acc = per_cq.get(info.cq)
+            if acc is None:
+                acc = per_cq[info.cq] = {}
+            for fr, v in info.usage.items():
+                acc[fr] = acc.get(fr, 0) + v
+        for cq, usage in per_cq.items():
+            if sign > 0:
+                self.quota.add_usage(cq, usage)
+            else:
+                self.quota.remove_usage(cq, usage)
+
     def simulate_removal(self, infos: Iterable[WlInfo]) -> Callable[[], None]:
         removed = [i for i in infos if i.key in self.running.get(i.cq, {})]
         for i in removed:
