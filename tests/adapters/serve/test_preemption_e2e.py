@@ -186,7 +186,13 @@ def test_terminating_victims_are_waited_for_not_replaced(harness_factory):
             if p["metadata"].get("deletionTimestamp")
         }
 
-    doomed = wait_for(terminating, what="victims terminating")
+    # The victim gang's pods are evicted one request at a time: wait for
+    # both rather than judging the moment between the two evictions.
+    def both_terminating() -> set[str] | None:
+        t = terminating()
+        return t if len(t) >= 2 else None
+
+    doomed = wait_for(both_terminating, what="victims terminating")
     victim = next(iter(doomed)).rsplit("-", 1)[0]
     assert doomed == {f"{victim}-0", f"{victim}-1"}
     blocker = wait_for(
