@@ -115,6 +115,8 @@ def improve(
         }
         data = derive(base, inside, frozenset(nodes))
         remaining = deadline - time.perf_counter()
+        if remaining < 1.0:
+            break  # compiling the base used what was left
         new = solve(data, plan, min(step_budget, remaining - 0.5))
         steps += 1
         if new.admissions != plan.admissions or new.preemptions != plan.preemptions:

@@ -121,7 +121,8 @@ class CPModel:
         limit = (
             self.params.time_limit if deadline is None else max(deadline - start, 0.05)
         )
-        hint = self.complete(greedy)
+        # Completing the warm start is a search too: it shares the budget.
+        hint = self.complete(greedy, budget=min(5.0, limit / 3))
         # A hint from the relaxed model guides the search but is not a plan
         # of this model: its victim attribution may break the pair rules.
         trusted = hint is not None
@@ -133,7 +134,7 @@ class CPModel:
                 self.params,
                 frozenset(p.workload for p in greedy.preemptions),
             )
-            hint = relaxed.complete(greedy)
+            hint = relaxed.complete(greedy, budget=min(5.0, limit / 3))
         if hint is None:
             log.warning("greedy plan is not representable in the model; cold start")
         floor = self.stage_values(hint) if hint is not None else None

@@ -135,9 +135,11 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
         end = now + (end - now) / 3
     plan, _ = model.solve(greedy, reasons, deadline=end)
     if data.max_leaves is not None:
-        deadline = start + params.time_limit
+        deadline = start + params.time_limit - 0.2  # leaves time to write the plan
 
         def step(sub: ModelData, current: Plan, budget: float) -> Plan:
+            # Building the neighbourhood's model counts against its budget.
+            step_end = time.perf_counter() + budget
             local = CPModel(
                 sub,
                 CpSatParams(
@@ -148,7 +150,7 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
                     policy=params.policy,
                 ),
             )
-            better, _ = local.solve(current, reasons)
+            better, _ = local.solve(current, reasons, deadline=step_end)
             return better
 
         status = plan.solver.status
