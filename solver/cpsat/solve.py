@@ -129,13 +129,15 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     # Building the model counts against the limit: solve to the deadline.
     # In residual mode the residual solve gets a third of what is left; the
     # block-by-block search, which can move admitted work, gets the rest.
-    end = start + params.time_limit
+    # CP-SAT overshoots each stage's limit slightly and the plan is read
+    # back after the last one: keep a small margin so the limit holds.
+    deadline = start + params.time_limit - min(0.5, 0.05 * params.time_limit)
+    end = deadline
     if data.max_leaves is not None:
         now = time.perf_counter()
         end = now + (end - now) / 3
     plan, _ = model.solve(greedy, reasons, deadline=end)
     if data.max_leaves is not None:
-        deadline = start + params.time_limit - 0.2  # leaves time to write the plan
 
         def step(sub: ModelData, current: Plan, budget: float) -> Plan:
             # Building the neighbourhood's model counts against its budget.
