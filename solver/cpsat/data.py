@@ -203,9 +203,15 @@ the heads in Kueue's queue order.  15,000 pending workloads would otherwise
 make a model no time limit can build."""
 
 
-def residual_candidates(snap: Snapshot, admitted: Iterable[str]) -> list[Workload]:
-    """The first pending, not-yet-admitted workloads of every queue."""
-    taken = set(admitted)
+def residual_candidates(
+    snap: Snapshot, admitted: Iterable[str], preemptions: Iterable[PlanPreemption] = ()
+) -> list[Workload]:
+    """The first pending, not-yet-admitted workloads of every queue.
+
+    A pending workload that a kept preemption names as its preemptor stays
+    as it is: admitting it with another flavor could orphan that eviction.
+    """
+    taken = set(admitted) | {p.preemptor for p in preemptions}
     by_cq: dict[str, list[Workload]] = {}
     for w in snap.admissible():
         if w.key not in taken:
@@ -293,6 +299,10 @@ def derive(
     ``allowed_nodes``.  Victims, quota structure and the rest are shared.
     """
     snap = base.snapshot
+    # A fixed preemption names its preemptor: re-deciding that workload
+    # (another flavor, or not admitted) would orphan the eviction.
+    named = {p.preemptor for p in base.fixed_preemptions}
+    inside = {k: v for k, v in inside.items() if k not in named}
     leaves = [Leaf(lf.idx, lf.key, dict(lf.free), lf.node) for lf in base.leaves]
     usage = {cq: dict(u) for cq, u in base.base_usage.items()}
     for info in inside.values():

@@ -74,7 +74,10 @@ def improve(
     deadline: float,
     step_budget: float = 4.0,
     max_leaves: int | None = None,
+    base: ModelData | None = None,
 ) -> Plan:
+    """``base``: the residual model's data when ``plan`` is the plan it was
+    compiled around (saves one compile on the largest instances)."""
     blocks = _blocks(snapshot)
     if len(blocks) < 2:
         return plan
@@ -88,8 +91,9 @@ def improve(
         )
     order = sorted(blocks, key=lambda k: (-free_gpus[k], k))
     steps = improved = 0
-    base: ModelData | None = None
     fixed: dict[str, WlInfo] = {}
+    if base is not None:
+        fixed = {a.workload: admitted_info(snapshot, a) for a in plan.admissions}
     for key in order:
         remaining = deadline - time.perf_counter()
         if remaining < 1.0:
@@ -101,7 +105,7 @@ def improve(
             fixed = {k: admitted_info(snapshot, a) for k, a in admitted.items()}
             base = compile_data(
                 snapshot,
-                free=residual_candidates(snapshot, admitted),
+                free=residual_candidates(snapshot, admitted, plan.preemptions),
                 fixed=fixed,
                 removed=frozenset(p.workload for p in plan.preemptions),
             )

@@ -61,7 +61,7 @@ def _compile(snapshot: Snapshot, greedy: Plan) -> ModelData:
         log.info("large instance: solving what the greedy left pending")
         data = compile_data(
             snapshot,
-            free=residual_candidates(snapshot, admitted),
+            free=residual_candidates(snapshot, admitted, greedy.preemptions),
             fixed={k: admitted_info(snapshot, a) for k, a in admitted.items()},
             removed=frozenset(p.workload for p in greedy.preemptions),
         )
@@ -156,7 +156,18 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
             return better
 
         status = plan.solver.status
-        plan = improve(snapshot, plan, step, deadline, max_leaves=RESIDUAL_LEAVES)
+        unchanged = (
+            plan.admissions == greedy.admissions
+            and plan.preemptions == greedy.preemptions
+        )
+        plan = improve(
+            snapshot,
+            plan,
+            step,
+            deadline,
+            max_leaves=RESIDUAL_LEAVES,
+            base=data if unchanged else None,
+        )
         plan = plan.model_copy(
             update={
                 "solver": plan.solver.model_copy(
