@@ -300,9 +300,16 @@ def derive(
     """
     snap = base.snapshot
     # A fixed preemption names its preemptor: re-deciding that workload
-    # (another flavor, or not admitted) would orphan the eviction.
+    # (another flavor, or not admitted) would orphan the eviction.  In a
+    # StrictFIFO queue, dropping a re-decided workload would leave the fixed
+    # ones behind it admitted out of order: those stay fixed too.
     named = {p.preemptor for p in base.fixed_preemptions}
-    inside = {k: v for k, v in inside.items() if k not in named}
+    inside = {
+        k: v
+        for k, v in inside.items()
+        if k not in named
+        and snap.cluster_queues[v.cq].queueing_strategy != "StrictFIFO"
+    }
     leaves = [Leaf(lf.idx, lf.key, dict(lf.free), lf.node) for lf in base.leaves]
     usage = {cq: dict(u) for cq, u in base.base_usage.items()}
     for info in inside.values():
