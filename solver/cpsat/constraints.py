@@ -49,6 +49,7 @@ class Constraints:
         self.victim_terms: dict[tuple[str, FR], LinearTerms] = defaultdict(list)
         """(queue, fr) -> usage its running workloads give back when evicted."""
         self._scales: dict[FR, int] = {}
+        self._peak: dict[tuple[str, FR], cp_model.IntVar] = {}
         self.cq_usage: dict[tuple[str, FR], tuple[LinearTerms, int, int]] = {}
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
         scale) for queues whose usage some decision changes."""
@@ -294,32 +295,64 @@ class Constraints:
         data = self.data
         for vd, victim in zip(data.victims, self.v.victims, strict=True):
             pairs = data.pairs.get(vd.idx, [])
-            if vd.info.key in self.unattributed:
-                pairs = []
-            elif not pairs:
+            # A relaxed model builds exactly the same variables (its values
+            # hint the strict one by index) and only drops victim <= sum(s).
+            relaxed = vd.info.key in self.unattributed
+            if not pairs and not relaxed:
                 self.model.add(victim == 0)
                 continue
             ss = []
-            for w, frs, need_nominal in pairs:
+            for w, frs, need_nominal, dynamic in pairs:
                 s = self.v.pairs[(w, vd.idx)]
                 ss.append(s)
                 wv = self.v.workloads[w]
                 self.model.add(s <= wv.admit)
-                uses = [
-                    x
-                    for (g, rg, f), x in wv.flavor.items()
-                    if any(
-                        fr[0] == f
-                        and fr[1]
-                        in data.workloads[w].cq.resource_groups[rg].covered_resources
-                        for fr in frs
-                    )
-                ]
+                uses = self._uses(w, frs)
+                for fr in sorted(dynamic):
+                    # Valid only if the victim's queue borrows on fr at the
+                    # plan's peak and the preemptor takes fr's flavor.
+                    both = self.model.new_bool_var(f"D{w}_{vd.idx}_{fr[0]}_{fr[1]}")
+                    self.model.add(both <= sum(self._uses(w, frozenset([fr]))))
+                    self.model.add(both <= self._peak_borrowing(vd.info.cq, fr))
+                    uses.append(both)
                 self.model.add(s <= sum(uses))
                 if need_nominal:
                     self._within_nominal_alone(w, s)
-            if vd.info.key not in self.unattributed:
+            if not relaxed:
                 self.model.add(victim <= sum(ss))
+
+    def _uses(self, w: int, frs: frozenset[FR]) -> list[cp_model.IntVar]:
+        """Flavor choices of ``w`` that put it on one of ``frs``."""
+        wd = self.data.workloads[w]
+        return [
+            x
+            for (_g, rg, f), x in self.v.workloads[w].flavor.items()
+            if any(
+                fr[0] == f and fr[1] in wd.cq.resource_groups[rg].covered_resources
+                for fr in frs
+            )
+        ]
+
+    def _peak_borrowing(self, cq: str, fr: FR) -> cp_model.IntVar:
+        """1 only if ``cq`` uses more than its nominal quota on ``fr`` with
+        its running work (victims included) and the plan's admissions."""
+        key = (cq, fr)
+        if key not in self._peak:
+            b = self.model.new_bool_var(f"B_{cq}_{fr[0]}_{fr[1]}")
+            scale = self._scale(fr)
+            terms = [
+                (q, u)
+                for (q, u) in self.usage_terms.get(key, [])
+                if q > 0  # admissions only: victims still count at the peak
+            ]
+            node = self.data.tree.node(cq)
+            base = self.data.base_usage.get(cq, {}).get(fr, 0)
+            # usage > nominal  <=>  scaled admissions >= floor((N - base)/s) + 1
+            need = (node.nominal.get(fr, 0) - base) // scale + 1
+            expr = sum((c // scale) * x for c, x in terms)
+            self.model.add(expr >= need).only_enforce_if(b)
+            self._peak[key] = b
+        return self._peak[key]
 
     def _within_nominal_alone(self, w: int, s: cp_model.IntVar) -> None:
         """A reclaim that borrowWithinCohort does not allow: the preemptor's

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -116,6 +116,22 @@ class VictimData:
     """TAS usage this workload holds per leaf (released if preempted)."""
 
 
+class Pair(NamedTuple):
+    """A pending workload that may evict a running one."""
+
+    workload: int
+    frs: frozenset[FR]
+    """Shared flavor-resources on which the victim's queue (and every
+    cohort up to the common ancestor) already borrows."""
+    need_nominal: bool
+    """borrowWithinCohort does not allow it: the preemptor must end within
+    its nominal quota."""
+    dynamic: frozenset[FR] = frozenset()
+    """Shared flavor-resources on which only the victim's queue is not yet
+    borrowing: valid if the plan's admissions into that queue make it
+    borrow (the validator judges borrowing at the plan's peak usage)."""
+
+
 @dataclass(slots=True)
 class ModelData:
     snapshot: Snapshot
@@ -128,9 +144,8 @@ class ModelData:
     topos: dict[str, FlavorTopo]
     base_usage: dict[str, dict[FR, int]]
     """Per queue: usage of every quota holder that is not a free decision."""
-    pairs: dict[int, list[tuple[int, frozenset[FR], bool]]]
-    """victim -> [(workload, flavor-resources that make the pair valid,
-    needs the preemptor to stay within nominal)]."""
+    pairs: dict[int, list[Pair]]
+    """victim -> the pending workloads that may evict it."""
     strict_chains: list[list[int]]
     unsupported: dict[str, str]
     fixed_preemptions: list[PlanPreemption] = field(default_factory=list)
@@ -460,6 +475,9 @@ def _add_pairs(data: ModelData) -> None:
     """
     tree, snap = data.tree, data.snapshot
     frs_of = [frozenset(candidate_frs(data, wd)) for wd in data.workloads]
+    # (queue, fr) that some decision can add usage to: where a queue that
+    # does not borrow yet may come to borrow.
+    admits_into = {(wd.cq.name, fr) for wd in data.workloads for fr in frs_of[wd.idx]}
     by_cq: dict[str, list[WorkloadData]] = {}
     for wd in data.workloads:
         by_cq.setdefault(wd.cq.name, []).append(wd)
@@ -505,13 +523,19 @@ def _add_pairs(data: ModelData) -> None:
                 if not frs or not satisfies_policy(wd.info, v.info, policy):
                     continue
                 if same:
-                    data.pairs.setdefault(v.idx, []).append((wd.idx, frs, False))
+                    data.pairs.setdefault(v.idx, []).append(Pair(wd.idx, frs, False))
                     continue
                 assert nodes is not None
                 ok = frozenset(
                     fr for fr in frs if all(_borrowing(n, fr) for n in nodes)
                 )
-                if not ok:
+                dyn = frozenset(
+                    fr
+                    for fr in frs - ok
+                    if all(_borrowing(n, fr) for n in nodes[1:])
+                    and (vcq, fr) in admits_into
+                )
+                if not ok and not dyn:
                     continue
                 bwc = cq.preemption.borrow_within_cohort
                 thr = bwc.max_priority_threshold
@@ -520,7 +544,9 @@ def _add_pairs(data: ModelData) -> None:
                     and v.info.priority < wd.info.priority
                     and (thr is None or v.info.priority <= thr)
                 )
-                data.pairs.setdefault(v.idx, []).append((wd.idx, ok, not borrow_ok))
+                data.pairs.setdefault(v.idx, []).append(
+                    Pair(wd.idx, ok, not borrow_ok, dyn)
+                )
 
 
 def _path(node: QuotaNode) -> list[QuotaNode]:

@@ -134,7 +134,9 @@ class CPModel:
                 self.params,
                 frozenset(p.workload for p in greedy.preemptions),
             )
-            hint = relaxed.complete(greedy, budget=min(5.0, limit / 3))
+            n_vars = len(self.model.proto.variables)
+            if len(relaxed.model.proto.variables) == n_vars:
+                hint = relaxed.complete(greedy, budget=min(5.0, limit / 3))
         if hint is None:
             log.warning("greedy plan is not representable in the model; cold start")
         floor = self.stage_values(hint) if hint is not None else None

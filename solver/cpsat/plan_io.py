@@ -102,9 +102,10 @@ def decisions_from_plan(
         admitted_w = [w for w in mine if out[v.workloads[w].admit.index]]
         if pre is not None and chosen_w not in admitted_w:
             # The named preemptor was not admitted (Kueue let another workload
-            # take the freed capacity): credit an admitted allowed preemptor,
-            # or none (only a relaxed model accepts that).
-            chosen_w = admitted_w[0] if admitted_w else None
+            # take the freed capacity): leave the credit open, for the
+            # completion to find an admitted preemptor the rules allow (only
+            # a relaxed model accepts none).
+            continue
         for w in mine:
             out[v.pairs[(w, vd.idx)].index] = int(w == chosen_w)
     return out

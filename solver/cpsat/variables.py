@@ -47,7 +47,8 @@ class Variables:
         self.victims = [model.new_bool_var(f"V{v.idx}_victim") for v in data.victims]
         self.pairs: dict[tuple[int, int], cp_model.IntVar] = {}
         for v, lst in sorted(data.pairs.items()):
-            for w, _frs, _nominal in lst:
+            for pair in lst:
+                w = pair.workload
                 self.pairs[(w, v)] = model.new_bool_var(f"S{w}_{v}")
         self.pod_sets = [self._pod_set(pd) for pd in data.pod_sets]
         self._make_flavors()
