@@ -50,6 +50,7 @@ class Constraints:
         """(queue, fr) -> usage its running workloads give back when evicted."""
         self._scales: dict[FR, int] = {}
         self._peak: dict[tuple[str, FR], cp_model.IntVar] = {}
+        self._both: dict[tuple[int, str, FR], cp_model.IntVar] = {}
         self.cq_usage: dict[tuple[str, FR], tuple[LinearTerms, int, int]] = {}
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
         scale) for queues whose usage some decision changes."""
@@ -309,12 +310,7 @@ class Constraints:
                 self.model.add(s <= wv.admit)
                 uses = self._uses(w, frs)
                 for fr in sorted(dynamic):
-                    # Valid only if the victim's queue borrows on fr at the
-                    # plan's peak and the preemptor takes fr's flavor.
-                    both = self.model.new_bool_var(f"D{w}_{vd.idx}_{fr[0]}_{fr[1]}")
-                    self.model.add(both <= sum(self._uses(w, frozenset([fr]))))
-                    self.model.add(both <= self._peak_borrowing(vd.info.cq, fr))
-                    uses.append(both)
+                    uses.append(self._takes_while_borrowing(w, vd.info.cq, fr))
                 self.model.add(s <= sum(uses))
                 if need_nominal:
                     self._within_nominal_alone(w, s)
@@ -332,6 +328,18 @@ class Constraints:
                 for fr in frs
             )
         ]
+
+    def _takes_while_borrowing(self, w: int, cq: str, fr: FR) -> cp_model.IntVar:
+        """1 only if ``w`` takes ``fr``'s flavor and ``cq`` borrows on ``fr``
+        at the plan's peak (one per workload, queue and fr, shared by every
+        victim of that queue)."""
+        key = (w, cq, fr)
+        if key not in self._both:
+            both = self.model.new_bool_var(f"D{w}_{cq}_{fr[0]}_{fr[1]}")
+            self.model.add(both <= sum(self._uses(w, frozenset([fr]))))
+            self.model.add(both <= self._peak_borrowing(cq, fr))
+            self._both[key] = both
+        return self._both[key]
 
     def _peak_borrowing(self, cq: str, fr: FR) -> cp_model.IntVar:
         """1 only if ``cq`` uses more than its nominal quota on ``fr`` with

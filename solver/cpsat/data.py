@@ -475,9 +475,24 @@ def _add_pairs(data: ModelData) -> None:
     """
     tree, snap = data.tree, data.snapshot
     frs_of = [frozenset(candidate_frs(data, wd)) for wd in data.workloads]
-    # (queue, fr) that some decision can add usage to: where a queue that
-    # does not borrow yet may come to borrow.
-    admits_into = {(wd.cq.name, fr) for wd in data.workloads for fr in frs_of[wd.idx]}
+    # (queue, fr) where the plan's admissions could make a queue that does
+    # not borrow yet borrow: running usage plus everything its free
+    # workloads could add exceeds nominal.
+    potential: dict[tuple[str, FR], int] = {}
+    for wd in data.workloads:
+        for fr in frs_of[wd.idx]:
+            most = sum(
+                data.pod_sets[p].requests.get(fr[1], 0) * data.pod_sets[p].count
+                for p in wd.pod_sets
+            )
+            key = (wd.cq.name, fr)
+            potential[key] = potential.get(key, 0) + most
+    admits_into = {
+        (cq, fr)
+        for (cq, fr), most in potential.items()
+        if data.base_usage.get(cq, {}).get(fr, 0) + most
+        > tree.node(cq).nominal.get(fr, 0)
+    }
     by_cq: dict[str, list[WorkloadData]] = {}
     for wd in data.workloads:
         by_cq.setdefault(wd.cq.name, []).append(wd)

@@ -155,7 +155,6 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
             better, _ = local.solve(current, reasons, deadline=step_end)
             return better
 
-        status = plan.solver.status
         unchanged = (
             plan.admissions == greedy.admissions
             and plan.preemptions == greedy.preemptions
@@ -168,10 +167,16 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
             max_leaves=RESIDUAL_LEAVES,
             base=data if unchanged else None,
         )
+        # FALLBACK only if neither the residual solve nor the LNS moved
+        # away from the greedy plan; never OPTIMAL (only neighbourhoods are).
+        kept = (
+            plan.admissions == greedy.admissions
+            and plan.preemptions == greedy.preemptions
+        )
         plan = plan.model_copy(
             update={
                 "solver": plan.solver.model_copy(
-                    update={"status": "FEASIBLE" if status != "FALLBACK" else status}
+                    update={"status": "FALLBACK" if kept else "FEASIBLE"}
                 )
             }
         )
