@@ -318,11 +318,15 @@ def derive(
     # (another flavor, or not admitted) would orphan the eviction.  In a
     # StrictFIFO queue, dropping a re-decided workload would leave the fixed
     # ones behind it admitted out of order: those stay fixed too.
+    # A kept reclaim from a queue that borrowed only thanks to the plan's
+    # admissions into it stays legal only if those admissions stay too.
     named = {p.preemptor for p in base.fixed_preemptions}
+    held = _queues_borrowing_by_admissions(base)
     inside = {
         k: v
         for k, v in inside.items()
         if k not in named
+        and v.cq not in held
         and snap.cluster_queues[v.cq].queueing_strategy != "StrictFIFO"
     }
     leaves = [Leaf(lf.idx, lf.key, dict(lf.free), lf.node) for lf in base.leaves]
@@ -352,6 +356,25 @@ def derive(
     _add_pairs(data)
     _add_chains(data)
     return data
+
+
+def _queues_borrowing_by_admissions(data: ModelData) -> set[str]:
+    """Queues a kept cross-queue preemption reclaimed from although they did
+    not borrow before the plan (on every flavor-resource the victim uses)."""
+    snap, tree = data.snapshot, data.tree
+    out: set[str] = set()
+    for p in data.fixed_preemptions:
+        victim = snap.workloads.get(p.workload)
+        pre = snap.workloads.get(p.preemptor)
+        if victim is None or victim.admission is None or pre is None:
+            continue
+        vcq = victim.admission.cluster_queue
+        if vcq == snap.cluster_queue_of(pre) or vcq not in snap.cluster_queues:
+            continue
+        node = tree.node(vcq)
+        if not any(_borrowing(node, fr) for fr in victim.usage()):
+            out.add(vcq)
+    return out
 
 
 def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:

@@ -19,7 +19,7 @@ from tests.solver.exhaustive import demand_vector
 
 @pytest.mark.parametrize(
     ("family", "seed"),
-    [("fragmented", 1), ("multi-team", 2), ("preemption-heavy", 1)],
+    [("fragmented", 1), ("fragmented", 3), ("multi-team", 2), ("preemption-heavy", 1)],
 )
 def test_residual_and_lns_plans_are_valid_and_not_worse(
     family: str, seed: int, monkeypatch: pytest.MonkeyPatch
