@@ -135,32 +135,25 @@ class ClusterState:
         self.running[info.cq].pop(info.key, None)
 
     def move_many(self, infos: list[WlInfo], sign: int, tas_too: bool = True) -> None:
-        """Add (1) or remove (-1) several workloads at once.
-
-        Usage is summed per queue first: Kueue's add/remove propagation gives
-        the same tree for one summed change as for the changes one by one (a
-        run of adds, or of removes), and the TAS tables take one update.
-        """
-        per_cq: dict[str, dict[FR, int]] = {}
+        """Add (1) or remove (-1) several workloads at once: quota summed per
+        queue (``quota_move``) and the TAS tables in one update."""
         for info in infos:
-            acc = per_cq.setdefault(info.cq, {})
-            for fr, v in info.usage.items():
-                acc[fr] = acc.get(fr, 0) + v
             if sign > 0:
                 self.running[info.cq][info.key] = info
             else:
                 self.running[info.cq].pop(info.key, None)
-        for cq, usage in per_cq.items():
-            if sign > 0:
-                self.quota.add_usage(cq, usage)
-            else:
-                self.quota.remove_usage(cq, usage)
+        self.quota_move(infos, sign)
         if tas_too:
             self.tas.apply([p for i in infos for p in self.prepared(i)], sign)
 
     def quota_move(self, infos: Iterable[WlInfo], sign: int) -> None:
-        """Quota only, and ``running`` untouched: for the preemption walk's
-        what-if moves, which read nothing else and are always undone."""
+        """Quota only, ``running`` untouched (the preemption walk's what-if
+        moves read nothing else and are always undone).
+
+        Usage is summed per queue first: Kueue's add/remove propagation gives
+        the same tree for one summed change as for the changes one by one (a
+        run of adds, or of removes).
+        """
         per_cq: dict[str, dict[FR, int]] = {}
         for info in infos:
             acc = per_cq.get(info.cq)
