@@ -134,7 +134,7 @@ class ClusterState:
             self.tas.apply(self.prepared(info), -1)
         self.running[info.cq].pop(info.key, None)
 
-    def move_many(self, infos: list[WlInfo], sign: int, tas_too: bool = True) -> None:
+    def move_many(self, infos: list[WlInfo], sign: int) -> None:
         """Add (1) or remove (-1) several workloads at once: quota summed per
         queue (``quota_move``) and the TAS tables in one update."""
         for info in infos:
@@ -143,8 +143,7 @@ class ClusterState:
             else:
                 self.running[info.cq].pop(info.key, None)
         self.quota_move(infos, sign)
-        if tas_too:
-            self.tas.apply([p for i in infos for p in self.prepared(i)], sign)
+        self.tas.apply([p for i in infos for p in self.prepared(i)], sign)
 
     def quota_move(self, infos: Iterable[WlInfo], sign: int) -> None:
         """Quota only, ``running`` untouched (the preemption walk's what-if
