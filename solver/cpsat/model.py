@@ -19,7 +19,7 @@ from models.plan import Plan
 from solver.cpsat.constraints import Constraints
 from solver.cpsat.data import ModelData
 from solver.cpsat.objective import Objective, Policy, Terms, primary_vector
-from solver.cpsat.plan_io import decisions_from_plan, plan_from_values
+from solver.cpsat.plan_io import decisions_from_plan, fallback, plan_from_values
 from solver.cpsat.variables import Variables
 
 log = logging.getLogger("placewise.cpsat")
@@ -183,17 +183,7 @@ class CPModel:
             self.model.add(expr >= best)
         wall = time.perf_counter() - start
         if values is None or not trusted:
-            return greedy.model_copy(
-                update={
-                    "solver": greedy.solver.model_copy(
-                        update={
-                            "name": "cpsat",
-                            "status": "FALLBACK",
-                            "wall_seconds": wall,
-                        }
-                    )
-                }
-            ), []
+            return fallback(greedy, wall), []
         got = self.stage_values(values)
         if floor is None:
             # Greedy could not be expressed in the model: compare the plans'
@@ -205,18 +195,11 @@ class CPModel:
                 floor = [1 << 62]  # forces the FALLBACK branch below
         if floor is not None and got < floor:
             log.info("cpsat found nothing better than greedy (%s < %s)", got, floor)
-            return greedy.model_copy(
-                update={
-                    "solver": greedy.solver.model_copy(
-                        update={
-                            "name": "cpsat",
-                            "status": "FALLBACK",
-                            "wall_seconds": wall,
-                            "objective": float(floor[0]) if floor else None,
-                            "bound": results[0].bound if results else None,
-                        }
-                    )
-                }
+            return fallback(
+                greedy,
+                wall,
+                objective=float(floor[0]) if floor else None,
+                bound=results[0].bound if results else None,
             ), floor
         overall = (
             "OPTIMAL"

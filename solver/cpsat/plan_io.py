@@ -11,6 +11,28 @@ from solver.cpsat.data import PODS, ModelData
 from solver.cpsat.variables import Variables
 
 
+def fallback(
+    greedy: Plan,
+    wall: float,
+    objective: float | None = None,
+    bound: float | None = None,
+) -> Plan:
+    """The greedy plan, returned by cpsat because it found nothing better."""
+    return greedy.model_copy(
+        update={
+            "solver": greedy.solver.model_copy(
+                update={
+                    "name": "cpsat",
+                    "status": "FALLBACK",
+                    "wall_seconds": wall,
+                    "objective": objective,
+                    "bound": bound,
+                }
+            )
+        }
+    )
+
+
 def decisions_from_plan(
     data: ModelData, v: Variables, plan: Plan
 ) -> dict[int, int] | None:

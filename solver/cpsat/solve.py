@@ -23,6 +23,7 @@ from solver.cpsat.data import (
 )
 from solver.cpsat.lns import improve
 from solver.cpsat.model import CPModel, CpSatParams
+from solver.cpsat.plan_io import fallback
 from solver.eligibility import requests_tas
 from solver.greedy.solver import outcome_to_plan, run_greedy
 
@@ -86,17 +87,7 @@ MIN_BUDGET = 0.5
 
 def _fallback(greedy: Plan, start: float, why: str) -> Plan:
     log.warning("cpsat: %s; returning the greedy plan", why)
-    return greedy.model_copy(
-        update={
-            "solver": greedy.solver.model_copy(
-                update={
-                    "name": "cpsat",
-                    "status": "FALLBACK",
-                    "wall_seconds": time.perf_counter() - start,
-                }
-            )
-        }
-    )
+    return fallback(greedy, time.perf_counter() - start)
 
 
 def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
