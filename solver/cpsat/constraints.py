@@ -51,6 +51,7 @@ class Constraints:
         self._scales: dict[FR, int] = {}
         self._peak: dict[tuple[str, FR], cp_model.IntVar] = {}
         self._both: dict[tuple[int, str, FR], cp_model.IntVar] = {}
+        self._alone: dict[int, cp_model.IntVar] = {}
         self.cq_usage: dict[tuple[str, FR], tuple[LinearTerms, int, int]] = {}
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
         scale) for queues whose usage some decision changes."""
@@ -313,7 +314,7 @@ class Constraints:
                     uses.append(self._takes_while_borrowing(w, vd.info.cq, fr))
                 self.model.add(s <= sum(uses))
                 if need_nominal:
-                    self._within_nominal_alone(w, s)
+                    self.model.add(s <= self._within_nominal_alone(w))
             if not relaxed:
                 self.model.add(victim <= sum(ss))
 
@@ -362,11 +363,15 @@ class Constraints:
             self._peak[key] = b
         return self._peak[key]
 
-    def _within_nominal_alone(self, w: int, s: cp_model.IntVar) -> None:
-        """A reclaim that borrowWithinCohort does not allow: the preemptor's
-        queue must end within nominal quota, judged as the validator judges
-        it, with the running workloads that stay plus the preemptor alone
-        (later admissions into the queue do not undo a legal reclaim)."""
+    def _within_nominal_alone(self, w: int) -> cp_model.IntVar:
+        """1 only if ``w``'s queue ends within nominal quota, judged as the
+        validator judges a reclaim that borrowWithinCohort does not allow:
+        with the running workloads that stay plus ``w`` alone (later
+        admissions into the queue do not undo a legal reclaim).  One
+        indicator per workload, shared by all of its victims."""
+        if w in self._alone:
+            return self._alone[w]
+        b = self.model.new_bool_var(f"N{w}")
         cq = self.data.workloads[w].cq.name
         node = self.data.tree.node(cq)
         base = self.data.base_usage.get(cq, {})
@@ -375,7 +380,9 @@ class Constraints:
             terms = own + self.victim_terms.get((cq, fr), [])
             expr = sum((c // scale) * x for c, x in terms)
             rhs = (node.nominal.get(fr, 0) - base.get(fr, 0)) // scale
-            self.model.add(expr <= rhs).only_enforce_if(s)
+            self.model.add(expr <= rhs).only_enforce_if(b)
+        self._alone[w] = b
+        return b
 
     def _strict_fifo(self) -> None:
         """StrictFIFO: a workload is admitted only if all ahead of it are."""
