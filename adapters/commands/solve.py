@@ -8,7 +8,7 @@ import logging
 import yaml
 
 from adapters import output
-from adapters.commands.common import load, spinner
+from adapters.commands.common import load, positive_float, positive_int, spinner
 from models.errors import InstanceError, Location, Problem
 from solver.cpsat.objective import Policy
 from solver.solve import SOLVERS, SolveParams, solve
@@ -89,26 +89,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write the plan to FILE instead of standard output",
     )
     p.set_defaults(run=run)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from adapters.commands.common import positive_float
 from adapters.serve.app import Sidecar
 from adapters.serve.config import MODES, ServeConfig
 from adapters.serve.kube import Kube
@@ -41,16 +42,6 @@ def listen_address(text: str) -> tuple[str, int]:
     if not 0 <= number <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r}: port out of range")
     return host or "0.0.0.0", number
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,7 +93,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--time-limit",
-        type=_positive,
+        type=positive_float,
         default=10.0,
         metavar="SEC",
         help="optimizer budget per re-solve (default: %(default)s)",
@@ -116,7 +107,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--debounce",
-        type=_positive,
+        type=positive_float,
         default=0.5,
         metavar="SEC",
         help="quiet time after a change before re-solving",
