@@ -240,20 +240,7 @@ def measure(args: argparse.Namespace, emu: Emulator, url: str) -> int:
     if args.mode == "extender":
         standin = SchedulerStandin(
             emu,
-            [
-                ExtenderConfig.from_config(
-                    {
-                        "urlPrefix": url + "/scheduler",
-                        "filterVerb": "filter",
-                        "prioritizeVerb": "prioritize",
-                        "preemptVerb": "preempt",
-                        "bindVerb": "bind",
-                        "nodeCacheCapable": True,
-                        "weight": 1,
-                        "httpTimeout": "30s",
-                    }
-                )
-            ],
+            [ExtenderConfig.placewise(url + "/scheduler")],
         ).start()
     core = client.CoreV1Api(emu.api_client())
     todo = gangs(args.gangs, args.seed)

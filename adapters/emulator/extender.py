@@ -60,6 +60,24 @@ class ExtenderConfig:
             ),
         )
 
+    @classmethod
+    def placewise(cls, url_prefix: str, **overrides: Any) -> ExtenderConfig:
+        """The entry ``deploy/`` wires for the placewise sidecar: every verb,
+        node-cache capable; ``overrides`` are further config keys."""
+        return cls.from_config(
+            {
+                "urlPrefix": url_prefix,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "preemptVerb": "preempt",
+                "bindVerb": "bind",
+                "nodeCacheCapable": True,
+                "weight": 1,
+                "httpTimeout": "30s",
+                **overrides,
+            }
+        )
+
     def url(self, verb: str) -> str:
         return self.url_prefix.rstrip("/") + "/" + verb
 

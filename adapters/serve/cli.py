@@ -302,19 +302,6 @@ def _standin(emulator: Any, sidecar: Sidecar, args: argparse.Namespace) -> Any:
 
     extenders = []
     if args.mode == "extender":
-        extenders.append(
-            ExtenderConfig.from_config(
-                {
-                    "urlPrefix": sidecar.url + args.prefix,
-                    "filterVerb": "filter",
-                    "prioritizeVerb": "prioritize",
-                    "preemptVerb": "preempt",
-                    "bindVerb": "bind",
-                    "nodeCacheCapable": True,
-                    "weight": 1,
-                    "httpTimeout": "30s",
-                }
-            )
-        )
+        extenders.append(ExtenderConfig.placewise(sidecar.url + args.prefix))
     print("kube-scheduler stand-in started (embedded demo only)", file=sys.stderr)
     return SchedulerStandin(emulator, extenders).start()

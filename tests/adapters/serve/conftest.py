@@ -150,18 +150,8 @@ class Harness:
         extenders = []
         if sc is not None:
             extenders.append(
-                ExtenderConfig.from_config(
-                    {
-                        "urlPrefix": sc.url + "/scheduler",
-                        "filterVerb": "filter",
-                        "prioritizeVerb": "prioritize",
-                        "preemptVerb": "preempt",
-                        "bindVerb": "bind",
-                        "nodeCacheCapable": True,
-                        "weight": 1,
-                        "httpTimeout": "10s",
-                        **ext,
-                    }
+                ExtenderConfig.placewise(
+                    sc.url + "/scheduler", httpTimeout="10s", **ext
                 )
             )
         st = SchedulerStandin(self.emu, extenders)
