@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from adapters.loader import snapshot_from_text
 from models.snapshot import Snapshot
 
@@ -41,3 +43,20 @@ def flavor_yaml(name: str = "f") -> str:
 
 def snapshot(*docs: str) -> Snapshot:
     return snapshot_from_text("---\n".join(docs))
+
+
+def node_object(name: str, alloc: dict[str, str], **labels: str) -> dict[str, Any]:
+    """A Ready core/v1 Node as the API server returns it (capacity = allocatable)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, **labels},
+        },
+        "status": {
+            "allocatable": dict(alloc),
+            "capacity": dict(alloc),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }

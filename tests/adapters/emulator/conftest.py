@@ -9,24 +9,13 @@ import pytest
 from kubernetes import client
 
 from adapters.emulator import Emulator
+from tests.helpers import node_object
 
 NODE_ALLOC = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "4"}
 
 
 def node(name: str, **labels: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, **labels},
-        },
-        "status": {
-            "allocatable": dict(NODE_ALLOC),
-            "capacity": dict(NODE_ALLOC),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return node_object(name, NODE_ALLOC, **labels)
 
 
 def pod(

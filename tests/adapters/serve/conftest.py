@@ -19,6 +19,7 @@ from kubernetes import client
 
 from adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin
 from adapters.serve import Kube, ServeConfig, Sidecar
+from tests.helpers import node_object
 
 JSON = dict[str, Any]
 GPU = "example.com/gpu"
@@ -26,19 +27,7 @@ GPU = "example.com/gpu"
 
 def node(name: str, gpus: int = 4, cpu: str = "16", **labels: str) -> JSON:
     alloc = {"cpu": cpu, "memory": "64Gi", "pods": "110", GPU: str(gpus)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, **labels},
-        },
-        "status": {
-            "allocatable": dict(alloc),
-            "capacity": dict(alloc),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return node_object(name, alloc, **labels)
 
 
 def namespace(name: str) -> JSON:
