@@ -23,6 +23,7 @@ from models.quantity import UNLIMITED
 from models.scheduling import untolerated
 from models.snapshot import Snapshot
 from models.workload import Admission, PodSet, Workload
+from solver.baselines.common import queue_order
 from solver.eligibility import flavor_rejection, requests_tas
 from solver.greedy.preemption import satisfies_policy
 from solver.greedy.state import WlInfo, running_info
@@ -233,7 +234,7 @@ def residual_candidates(
             by_cq.setdefault(snap.cluster_queue_of(w) or "", []).append(w)
     out: list[Workload] = []
     for members in by_cq.values():
-        members.sort(key=lambda w: (-w.priority, w.queue_order_timestamp, w.uid, w.key))
+        members.sort(key=queue_order)
         out += members[:RESIDUAL_PER_QUEUE]
     return out
 
