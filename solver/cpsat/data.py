@@ -527,20 +527,34 @@ def _add_pairs(data: ModelData) -> None:
             paths[cq] = _path(tree.node(cq))
         return paths[cq]
 
-    below_cache: dict[tuple[str, str], list[QuotaNode] | None] = {}
+    all_frs = frozenset().union(*frs_of)
+    reach_cache: dict[tuple[str, str], tuple[frozenset[FR], frozenset[FR]] | None] = {}
 
-    def below(vcq: str, wcq: str) -> list[QuotaNode] | None:
-        """Nodes from the victim's queue up to (excluding) the common ancestor."""
+    def reach(vcq: str, wcq: str) -> tuple[frozenset[FR], frozenset[FR]] | None:
+        """For a victim's queue and another queue of its tree: the frs on
+        which every node from the victim's queue up to (excluding) the common
+        ancestor borrows already, and those on which only the victim's queue
+        does not yet but the plan's admissions could make it; None outside
+        one tree."""
         key = (vcq, wcq)
-        if key not in below_cache:
+        if key not in reach_cache:
             mine, theirs = path(wcq), path(vcq)
             lca = next((n for n in theirs if n in mine), None)
-            below_cache[key] = (
-                None
-                if lca is None or len(theirs) == 1
-                else (theirs[: theirs.index(lca)])
-            )
-        return below_cache[key]
+            if lca is None or len(theirs) == 1:
+                reach_cache[key] = None
+            else:
+                nodes = theirs[: theirs.index(lca)]
+                static = frozenset(
+                    fr for fr in all_frs if all(_borrowing(n, fr) for n in nodes)
+                )
+                dynamic = frozenset(
+                    fr
+                    for fr in all_frs - static
+                    if all(_borrowing(n, fr) for n in nodes[1:])
+                    and (vcq, fr) in admits_into
+                )
+                reach_cache[key] = (static, dynamic)
+        return reach_cache[key]
 
     for v in data.victims:
         vcq = v.info.cq
@@ -549,8 +563,8 @@ def _add_pairs(data: ModelData) -> None:
         for wcq, members in by_cq.items():
             cq = members[0].cq
             same = vcq == wcq
-            nodes = None if same else below(vcq, wcq)
-            if not same and nodes is None:
+            borrowing = None if same else reach(vcq, wcq)
+            if not same and borrowing is None:
                 continue
             policy = (
                 cq.preemption.within_cluster_queue
@@ -564,16 +578,8 @@ def _add_pairs(data: ModelData) -> None:
                 if same:
                     data.pairs.setdefault(v.idx, []).append(Pair(wd.idx, frs, False))
                     continue
-                assert nodes is not None
-                ok = frozenset(
-                    fr for fr in frs if all(_borrowing(n, fr) for n in nodes)
-                )
-                dyn = frozenset(
-                    fr
-                    for fr in frs - ok
-                    if all(_borrowing(n, fr) for n in nodes[1:])
-                    and (vcq, fr) in admits_into
-                )
+                assert borrowing is not None
+                ok, dyn = frs & borrowing[0], frs & borrowing[1]
                 if not ok and not dyn:
                     continue
                 bwc = cq.preemption.borrow_within_cohort
