@@ -22,7 +22,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/mypy models solver adapters benchmarks
+	$(BIN)/mypy -p placewise
 
 clean:
 	rm -rf $(VENV) build *.egg-info

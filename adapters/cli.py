@@ -13,17 +13,17 @@ import logging
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from models.errors import InstanceError
+from placewise.models.errors import InstanceError
 
 # (module, attribute holding register) in help order.
 COMMANDS = (
-    "adapters.commands.solve",
-    "adapters.commands.validate",
-    "adapters.commands.bound",
-    "adapters.generate",
-    "adapters.commands.bench",
-    "adapters.emulator.cli",
-    "adapters.commands.serve",
+    "placewise.adapters.commands.solve",
+    "placewise.adapters.commands.validate",
+    "placewise.adapters.commands.bound",
+    "placewise.adapters.generate",
+    "placewise.adapters.commands.bench",
+    "placewise.adapters.emulator.cli",
+    "placewise.adapters.commands.serve",
 )
 
 log = logging.getLogger("placewise")

@@ -2,7 +2,7 @@
 
 Reads YAML streams (multi-document or ``kind: List``) and JSON, with
 libyaml's C loader, decodes every recognised kind through
-:mod:`adapters.convert`, and reports all problems with their location.
+:mod:`placewise.adapters.convert`, and reports all problems with their location.
 Several files merge into one snapshot.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from adapters import yaml_fast
-from adapters.convert.context import Ctx
-from adapters.convert.core import decode_namespace, decode_node, decode_pod
-from adapters.convert.kueue import (
+from placewise.adapters import yaml_fast
+from placewise.adapters.convert.context import Ctx
+from placewise.adapters.convert.core import decode_namespace, decode_node, decode_pod
+from placewise.adapters.convert.kueue import (
     decode_cluster_queue,
     decode_cohort,
     decode_flavor,
@@ -29,9 +29,9 @@ from adapters.convert.kueue import (
     decode_priority_class,
     decode_topology,
 )
-from adapters.convert.workload import decode_workload
-from models.errors import InstanceError, Location, Problem
-from models.snapshot import Objects, Snapshot, build_snapshot
+from placewise.adapters.convert.workload import decode_workload
+from placewise.models.errors import InstanceError, Location, Problem
+from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 
 KUEUE = "kueue.x-k8s.io"
 SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {

@@ -12,8 +12,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from models.plan import Plan
-from models.quantity import format_units
+from placewise.models.plan import Plan
+from placewise.models.quantity import format_units
 
 try:
     _Dumper: Any = yaml.CSafeDumper

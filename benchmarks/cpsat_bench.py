@@ -7,9 +7,10 @@ memory (each solve in a fresh process), and the gap of CP-SAT's GPUs-after to
 the LP bound on that quantity.  Family parameters are fixed in
 ``benchmarks/configs`` (committed before any tuning).
 
-    python -m benchmarks.cpsat_bench [--families fragmented,multi-team]
+    python -m placewise.benchmarks.cpsat_bench [--families fragmented,multi-team]
         [--seeds 1,2,3] [--time-limit 20] [--workers 2]
-    python -m benchmarks.cpsat_bench --families scale-10000 --seeds 1 --time-limit 30
+    python -m placewise.benchmarks.cpsat_bench --families scale-10000 --seeds 1 \
+        --time-limit 30
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from adapters.generate import family, generate, write
+from placewise.adapters.generate import family, generate, write
 
 CHILD = """
 import json, resource, sys, time
-from adapters.loader import load_snapshot
-from models.validate import validate
-from solver.bound import gpus_after
-from solver.cpsat.objective import Policy, primary_vector
-from solver.solve import SolveParams, solve
+from placewise.adapters.loader import load_snapshot
+from placewise.models.validate import validate
+from placewise.solver.bound import gpus_after
+from placewise.solver.cpsat.objective import Policy, primary_vector
+from placewise.solver.solve import SolveParams, solve
 snap = load_snapshot([sys.argv[1]])
 t = time.perf_counter()
 plan = solve(snap, SolveParams(solver=sys.argv[2], time_limit=float(sys.argv[3]),
@@ -48,8 +49,8 @@ print(json.dumps({
 
 BOUND = """
 import json, sys
-from adapters.loader import load_snapshot
-from solver.bound import lp_bound
+from placewise.adapters.loader import load_snapshot
+from placewise.solver.bound import lp_bound
 print(json.dumps({"bound": lp_bound(load_snapshot([sys.argv[1]])).value}))
 """
 

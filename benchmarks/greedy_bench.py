@@ -3,7 +3,8 @@
 ClusterQueues (family scale-10000).  Load time is excluded; each run is a
 fresh process so peak memory is the run's own.
 
-    python -m benchmarks.greedy_bench [--runs 3] [--family scale-10000] [--seed 1]
+    python -m placewise.benchmarks.greedy_bench [--runs 3] [--family scale-10000]
+        [--seed 1]
 
 Target (2-core machine): under 20 s and 2 GiB.
 """
@@ -18,13 +19,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from adapters.generate import family, generate, write
+from placewise.adapters.generate import family, generate, write
 
 CHILD = """
 import json, resource, sys, time
-from adapters.loader import load_snapshot
-from models.validate import validate
-from solver.greedy.solver import outcome_to_plan, run_greedy
+from placewise.adapters.loader import load_snapshot
+from placewise.models.validate import validate
+from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 snap = load_snapshot([sys.argv[1]])
 t, c = time.perf_counter(), time.process_time()
 outcome = run_greedy(snap)
@@ -48,17 +49,25 @@ def main(argv: list[str] | None = None) -> int:
         write(generate(family(args.family), args.seed), path, "json")
         runs = []
         for _ in range(args.runs):
-            out = subprocess.run([sys.executable, "-c", CHILD, str(path)], check=True,
-                                 capture_output=True, text=True).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, str(path)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             runs.append(json.loads(out.strip().splitlines()[-1]))
     r = runs[0]
-    print(f"{args.family} seed {args.seed}: {r['cycles']} cycles, {r['admitted']} "
-          f"admitted, {r['preempted']} preempted, {r['pending']} pending, "
-          f"{r['violations']} validator violations")
-    print(f"solve median {statistics.median(x['wall'] for x in runs):.2f} s "
-          f"(min {min(x['wall'] for x in runs):.2f} s; CPU median "
-          f"{statistics.median(x['cpu'] for x in runs):.2f} s), peak "
-          f"{max(x['rss_mb'] for x in runs):.0f} MB over {args.runs} runs")
+    print(
+        f"{args.family} seed {args.seed}: {r['cycles']} cycles, {r['admitted']} "
+        f"admitted, {r['preempted']} preempted, {r['pending']} pending, "
+        f"{r['violations']} validator violations"
+    )
+    print(
+        f"solve median {statistics.median(x['wall'] for x in runs):.2f} s "
+        f"(min {min(x['wall'] for x in runs):.2f} s; CPU median "
+        f"{statistics.median(x['cpu'] for x in runs):.2f} s), peak "
+        f"{max(x['rss_mb'] for x in runs):.0f} MB over {args.runs} runs"
+    )
     return 0
 
 

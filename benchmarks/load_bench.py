@@ -4,7 +4,7 @@
 Each load runs in a fresh process so peak memory (ru_maxrss) is the
 loader's own; the figure reported is the median wall time of ``--runs``.
 
-    python -m benchmarks.load_bench [--runs 3] [--family load-10k] [--seed 1]
+    python -m placewise.benchmarks.load_bench [--runs 3] [--family load-10k] [--seed 1]
 
 Targets (2-core machine): JSON under 5 s, YAML under 20 s, under 1.5 GiB.
 """
@@ -19,12 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from adapters.generate import family, generate, write
+from placewise.adapters.generate import family, generate, write
 
 CHILD = """
 import json, resource, sys, time
 t = time.perf_counter()
-from adapters.loader import load_snapshot
+from placewise.adapters.loader import load_snapshot
 snap = load_snapshot([sys.argv[1]])
 wall = time.perf_counter() - t
 print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(
@@ -36,8 +36,12 @@ print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(
 def measure(path: Path, runs: int) -> dict[str, float]:
     results = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", CHILD, str(path)], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         results.append(json.loads(out))
     return {
         "wall_median_s": statistics.median(r["wall"] for r in results),
@@ -60,9 +64,11 @@ def main(argv: list[str] | None = None) -> int:
             write(objects, path, fmt)
             r = measure(path, args.runs)
             size = path.stat().st_size / 2**20
-            print(f"{fmt}: {size:.1f} MB, {r['objects']:.0f} objects, load median "
-                  f"{r['wall_median_s']:.2f} s (min {r['wall_min_s']:.2f} s), peak "
-                  f"{r['peak_rss_mb']:.0f} MB over {args.runs} runs")
+            print(
+                f"{fmt}: {size:.1f} MB, {r['objects']:.0f} objects, load median "
+                f"{r['wall_median_s']:.2f} s (min {r['wall_min_s']:.2f} s), peak "
+                f"{r['peak_rss_mb']:.0f} MB over {args.runs} runs"
+            )
     return 0
 
 

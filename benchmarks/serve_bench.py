@@ -1,6 +1,6 @@
 """End-to-end benchmark of ``placewise serve`` as a kube-scheduler extender.
 
-Not a test: run ``python -m benchmarks.serve_bench`` (2 cores, ~1-3 min).
+Not a test: run ``python -m placewise.benchmarks.serve_bench`` (2 cores, ~1-3 min).
 
 A 1,000-node cluster (5 blocks x 10 racks x 20 hosts, 8 GPUs each) runs in
 the API-server emulator; 200 gangs (Kueue plain-pod groups of 1-8 pods,
@@ -37,8 +37,8 @@ from typing import Any
 
 from kubernetes import client
 
-from adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin, fit
-from adapters.emulator import extender as emulator_extender
+from placewise.adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin, fit
+from placewise.adapters.emulator import extender as emulator_extender
 
 JSON = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -170,7 +170,7 @@ def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str]:
     cmd = [
         sys.executable,
         "-m",
-        "adapters.cli",
+        "placewise.adapters.cli",
         "serve",
         "--kubeconfig",
         kubeconfig,

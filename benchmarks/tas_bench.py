@@ -1,6 +1,6 @@
 """Time TAS placement on a synthetic 10,000-node block/rack/host cluster.
 
-Not a test: run ``python -m benchmarks.tas_bench`` and read the medians.
+Not a test: run ``python -m placewise.benchmarks.tas_bench`` and read the medians.
 The cluster is half full (random earlier placements recorded through
 ``add_usage``), then each request kind is placed many times; a final loop
 places and records 2,000 mixed workloads the way the greedy scheduler does,
@@ -15,11 +15,11 @@ import statistics
 import time
 from collections.abc import Callable
 
-from models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topology
-from models.scheduling import PodPlacement
-from models.snapshot import Objects, Snapshot
-from models.workload import SliceLayer, TopologyRequest
-from solver.tas import TasPodSetRequest, TasState
+from placewise.models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topology
+from placewise.models.scheduling import PodPlacement
+from placewise.models.snapshot import Objects, Snapshot
+from placewise.models.workload import SliceLayer, TopologyRequest
+from placewise.solver.tas import TasPodSetRequest, TasState
 
 BLOCK, RACK = "cloud.com/block", "cloud.com/rack"
 GPU = "nvidia.com/gpu"

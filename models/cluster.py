@@ -1,15 +1,15 @@
 """Cluster-side objects: flavors, queues, cohorts, topologies, nodes, pods.
 
 Field names follow Kueue's API in snake_case; quantities are exact integers
-(see :mod:`models.quantity`).  These records carry no cross-object logic:
-the :class:`models.snapshot.Snapshot` resolves references.
+(see :mod:`placewise.models.quantity`).  These records carry no cross-object logic:
+the :class:`placewise.models.snapshot.Snapshot` resolves references.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from models.scheduling import Frozen, LabelSelector, Taint, Toleration
+from placewise.models.scheduling import Frozen, LabelSelector, Taint, Toleration
 
 ResourceMap = dict[str, int]
 """resource name -> integer units; frozen records never mutate it."""

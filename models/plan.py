@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from models.errors import InstanceError, Location, Problem
-from models.quantity import QuantityError, format_units, to_units
-from models.scheduling import Frozen
-from models.workload import PodSetAssignment, TopologyAssignment, TopologyDomain
+from placewise.models.errors import InstanceError, Location, Problem
+from placewise.models.quantity import QuantityError, format_units, to_units
+from placewise.models.scheduling import Frozen
+from placewise.models.workload import (
+    PodSetAssignment,
+    TopologyAssignment,
+    TopologyDomain,
+)
 
 API_VERSION = "placewise.io/v1alpha1"
 SolveStatus = Literal["OPTIMAL", "FEASIBLE", "FALLBACK", "NO_SOLUTION"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from models.cluster import (
+from placewise.models.cluster import (
     ClusterQueue,
     Cohort,
     LocalQueue,
@@ -24,8 +24,8 @@ from models.cluster import (
     ResourceFlavor,
     Topology,
 )
-from models.errors import Location, Problem
-from models.workload import Workload
+from placewise.models.errors import Location, Problem
+from placewise.models.workload import Workload
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from models.cluster import ResourceMap
-from models.scheduling import Frozen, PodPlacement
+from placewise.models.cluster import ResourceMap
+from placewise.models.scheduling import Frozen, PodPlacement
 
 
 class SliceLayer(Frozen):

@@ -5,7 +5,7 @@ module bounds the quantity "accelerators running after the plan" (running
 minus preempted plus admitted, see :func:`gpus_after`) over every plan the
 validator accepts — a superset of what the CP-SAT model can express — and
 never relies on the solvers' own bookkeeping beyond the static facts of
-:func:`solver.cpsat.data.compile_data` (eligible flavors, TAS leaves with
+:func:`placewise.solver.cpsat.data.compile_data` (eligible flavors, TAS leaves with
 their free capacity, victims' usage).  Two bounds, reported as the smaller:
 
 * the **LP relaxation** (:func:`lp_bound`): a continuous admission fraction per
@@ -76,12 +76,12 @@ from typing import Literal
 
 import numpy as np
 
-from models.plan import Plan
-from models.quantity import UNLIMITED
-from models.scheduling import untolerated
-from models.snapshot import Snapshot
-from models.workload import Workload
-from solver.cpsat.data import (
+from placewise.models.plan import Plan
+from placewise.models.quantity import UNLIMITED
+from placewise.models.scheduling import untolerated
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import Workload
+from placewise.solver.cpsat.data import (
     MAX_REQUEST,
     PODS,
     ModelData,
@@ -89,9 +89,9 @@ from solver.cpsat.data import (
     VictimData,
     compile_data,
 )
-from solver.cpsat.objective import Policy
-from solver.eligibility import flavor_rejection
-from solver.quota import FR, QuotaNode
+from placewise.solver.cpsat.objective import Policy
+from placewise.solver.eligibility import flavor_rejection
+from placewise.solver.quota import FR, QuotaNode
 
 __all__ = [
     "ACCELERATORS",
@@ -891,9 +891,7 @@ def _solve_cbc(lp: _Lp) -> tuple[float | None, str]:
         prob.add_variable(f"x{j}", lo, None if math.isinf(hi) else hi)
         for j, (lo, hi) in enumerate(zip(lp.col_lo, lp.col_hi, strict=True))
     ]
-    prob += pulp.LpAffineExpression(
-        [(xs[j], c) for j, c in enumerate(lp.cost) if c]
-    )
+    prob += pulp.LpAffineExpression([(xs[j], c) for j, c in enumerate(lp.cost) if c])
     for coefs, lo, hi in lp.rows:
         expr = pulp.LpAffineExpression([(xs[j], c) for j, c in coefs.items()])
         if lo == hi:

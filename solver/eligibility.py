@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from models.cluster import ClusterQueue, ResourceFlavor
-from models.scheduling import untolerated
-from models.snapshot import Snapshot
-from models.workload import PodSet
+from placewise.models.cluster import ClusterQueue, ResourceFlavor
+from placewise.models.scheduling import untolerated
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSet
 
 
 def tas_only(snapshot: Snapshot, cq: ClusterQueue) -> bool:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from models.cluster import ResourceGroup
-from models.quantity import UNLIMITED
-from models.snapshot import Snapshot
+from placewise.models.cluster import ResourceGroup
+from placewise.models.quantity import UNLIMITED
+from placewise.models.snapshot import Snapshot
 
 FR = tuple[str, str]
 """A flavor-resource, Kueue's unit of quota accounting."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.plan import Plan
-from models.snapshot import Snapshot
-from solver.cpsat.objective import Policy
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.objective import Policy
 
 SOLVERS = ("auto", "cpsat", "greedy", "kube-default", "binpack-gang")
 """Solvers this build offers; the CLI's ``--solver`` choices come from here."""
@@ -33,21 +33,28 @@ class SolveParams:
 def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     params = params or SolveParams()
     if params.solver == "greedy":
-        from solver.greedy import solve_greedy
+        from placewise.solver.greedy import solve_greedy
 
         return solve_greedy(snapshot, params.cycles)
     if params.solver in ("cpsat", "auto"):
-        from solver.cpsat import CpSatParams, solve_cpsat
+        from placewise.solver.cpsat import CpSatParams, solve_cpsat
 
-        return solve_cpsat(snapshot, CpSatParams(
-            time_limit=params.time_limit, workers=params.workers, seed=params.seed,
-            deterministic_time=params.deterministic_time, policy=params.policy))
+        return solve_cpsat(
+            snapshot,
+            CpSatParams(
+                time_limit=params.time_limit,
+                workers=params.workers,
+                seed=params.seed,
+                deterministic_time=params.deterministic_time,
+                policy=params.policy,
+            ),
+        )
     if params.solver == "kube-default":
-        from solver.baselines import solve_kube_default
+        from placewise.solver.baselines import solve_kube_default
 
         return solve_kube_default(snapshot, params.seed)
     if params.solver == "binpack-gang":
-        from solver.baselines import solve_binpack_gang
+        from placewise.solver.baselines import solve_binpack_gang
 
         return solve_binpack_gang(snapshot, params.seed)
     raise ValueError(f"unknown solver {params.solver!r}; choose from {SOLVERS}")

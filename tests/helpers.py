@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.loader import snapshot_from_text
-from models.snapshot import Snapshot
+from placewise.adapters.loader import snapshot_from_text
+from placewise.models.snapshot import Snapshot
 
 NS = """apiVersion: v1
 kind: Namespace
@@ -13,19 +13,31 @@ metadata: {name: default}
 """
 
 
-def cq_yaml(name: str, cohort: str | None = None, flavor: str = "f",
-            quotas: dict[str, tuple[str, str | None, str | None]] | None = None,
-            extra: str = "") -> str:
+def cq_yaml(
+    name: str,
+    cohort: str | None = None,
+    flavor: str = "f",
+    quotas: dict[str, tuple[str, str | None, str | None]] | None = None,
+    extra: str = "",
+) -> str:
     """A v1beta2 ClusterQueue; quotas: resource -> (nominal, borrowing, lending)."""
     quotas = quotas or {"cpu": ("10", None, None)}
     lines = [
-        "apiVersion: kueue.x-k8s.io/v1beta2", "kind: ClusterQueue",
-        f"metadata: {{name: {name}}}", "spec:", "  namespaceSelector: {}",
+        "apiVersion: kueue.x-k8s.io/v1beta2",
+        "kind: ClusterQueue",
+        f"metadata: {{name: {name}}}",
+        "spec:",
+        "  namespaceSelector: {}",
     ]
     if cohort:
         lines.append(f"  cohortName: {cohort}")
-    lines += ["  resourceGroups:", f"  - coveredResources: [{', '.join(quotas)}]",
-              "    flavors:", f"    - name: {flavor}", "      resources:"]
+    lines += [
+        "  resourceGroups:",
+        f"  - coveredResources: [{', '.join(quotas)}]",
+        "    flavors:",
+        f"    - name: {flavor}",
+        "      resources:",
+    ]
     for r, (nominal, borrow, lend) in quotas.items():
         lines.append(f"      - name: {r}")
         lines.append(f"        nominalQuota: '{nominal}'")
@@ -37,8 +49,10 @@ def cq_yaml(name: str, cohort: str | None = None, flavor: str = "f",
 
 
 def flavor_yaml(name: str = "f") -> str:
-    return (f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
-            f"metadata: {{name: {name}}}\nspec: {{}}\n")
+    return (
+        f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+        f"metadata: {{name: {name}}}\nspec: {{}}\n"
+    )
 
 
 def snapshot(*docs: str) -> Snapshot:

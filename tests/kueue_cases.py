@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from models.cluster import ClusterQueue
-from models.plan import (
+from placewise.models.cluster import ClusterQueue
+from placewise.models.plan import (
     Plan,
     PlanAdmission,
     PlanPending,
@@ -25,9 +25,9 @@ from models.plan import (
     PreemptionReason,
     SolverInfo,
 )
-from models.snapshot import Snapshot
-from models.validate import validate
-from models.workload import (
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
+from placewise.models.workload import (
     PodSet,
     PodSetAssignment,
     TopologyAssignment,
@@ -115,8 +115,11 @@ def _pod_set(
     count = int(spec.get("count", ps.count))
     flavors = {str(r): str(f) for r, f in (spec.get("flavors") or {}).items()}
     if not flavors:
-        tas = [f for f in cq.flavor_names
-               if f in snapshot.flavors and snapshot.flavors[f].is_tas]
+        tas = [
+            f
+            for f in cq.flavor_names
+            if f in snapshot.flavors and snapshot.flavors[f].is_tas
+        ]
         if len(tas) == 1:
             wanted = [r for r, v in ps.requests.items() if v > 0] + ["pods"]
             flavors = {r: tas[0] for r in wanted if _covered(cq, r)}

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from benchmarks.harness import matrix
+from placewise.benchmarks.harness import matrix
 
 if TYPE_CHECKING:
-    from benchmarks.harness.runner import Work
+    from placewise.benchmarks.harness.runner import Work
 
 QUICK_TIMEOUT = 300.0
 FULL_TIMEOUT = 1800.0
@@ -43,39 +43,81 @@ def register(subparsers: Any) -> None:
             "PNG plots."
         ),
     )
-    p.add_argument("--quick", action="store_true",
-                   help="one seed, small families, the default trace only")
-    p.add_argument("--families", metavar="F[,F...]",
-                   help="families to run (default: all, or the small ones "
-                   f"with --quick); known: {', '.join(matrix.known_families())}")
-    p.add_argument("--solvers", metavar="S[,S...]", default=",".join(matrix.SOLVERS),
-                   help="solvers to compare (default: %(default)s)")
-    p.add_argument("--seeds", metavar="N|S[,S...]",
-                   help="N seeds 1..N, or a list (default: 1 with --quick, else 3; "
-                   "the full bench runs the largest families "
-                   f"({', '.join(sorted(matrix.ONE_SEED_FAMILIES))}) on seed 1 "
-                   "unless --seeds is given)")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="SEC",
-                   help="cpsat wall budget per instance (default: %(default)s)")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="experiments run in parallel processes (default: the "
-                   "number of cores, %(default)s); wall times are only "
-                   "comparable with --jobs 1")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="CP-SAT search workers per cpsat run, also under --jobs "
-                   "(default: the number of cores, %(default)s, as placewise "
-                   "solve uses)")
-    p.add_argument("--timeout", type=float, metavar="SEC",
-                   help="give up on one run after SEC seconds "
-                   f"(default: {QUICK_TIMEOUT:.0f} quick, {FULL_TIMEOUT:.0f} full)")
-    p.add_argument("--simulate", action="store_true",
-                   help="also replay arrivals and durations through repeated "
-                   "solves (kueue vs cpsat)")
-    p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
-                   help="replay the Alibaba GPU trace with the FGD protocol "
-                   "(default: on)")
-    p.add_argument("--out", default="bench-out", metavar="DIR",
-                   help="report directory (default: %(default)s)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="one seed, small families, the default trace only",
+    )
+    p.add_argument(
+        "--families",
+        metavar="F[,F...]",
+        help="families to run (default: all, or the small ones "
+        f"with --quick); known: {', '.join(matrix.known_families())}",
+    )
+    p.add_argument(
+        "--solvers",
+        metavar="S[,S...]",
+        default=",".join(matrix.SOLVERS),
+        help="solvers to compare (default: %(default)s)",
+    )
+    p.add_argument(
+        "--seeds",
+        metavar="N|S[,S...]",
+        help="N seeds 1..N, or a list (default: 1 with --quick, else 3; "
+        "the full bench runs the largest families "
+        f"({', '.join(sorted(matrix.ONE_SEED_FAMILIES))}) on seed 1 "
+        "unless --seeds is given)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=10.0,
+        metavar="SEC",
+        help="cpsat wall budget per instance (default: %(default)s)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="experiments run in parallel processes (default: the "
+        "number of cores, %(default)s); wall times are only "
+        "comparable with --jobs 1",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="CP-SAT search workers per cpsat run, also under --jobs "
+        "(default: the number of cores, %(default)s, as placewise "
+        "solve uses)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SEC",
+        help="give up on one run after SEC seconds "
+        f"(default: {QUICK_TIMEOUT:.0f} quick, {FULL_TIMEOUT:.0f} full)",
+    )
+    p.add_argument(
+        "--simulate",
+        action="store_true",
+        help="also replay arrivals and durations through repeated "
+        "solves (kueue vs cpsat)",
+    )
+    p.add_argument(
+        "--trace",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="replay the Alibaba GPU trace with the FGD protocol (default: on)",
+    )
+    p.add_argument(
+        "--out",
+        default="bench-out",
+        metavar="DIR",
+        help="report directory (default: %(default)s)",
+    )
     p.set_defaults(run=run)
 
 
@@ -97,10 +139,10 @@ def _csv(text: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     # The harness (matplotlib, the solvers) loads only when bench runs.
-    from benchmarks.harness.report import ReportInputs, write_report
-    from benchmarks.harness.runner import RunResult
-    from benchmarks.harness.simulate import SimulationReport, sim_jobs
-    from benchmarks.harness.trace import TraceJob, TraceResult
+    from placewise.benchmarks.harness.report import ReportInputs, write_report
+    from placewise.benchmarks.harness.runner import RunResult
+    from placewise.benchmarks.harness.simulate import SimulationReport, sim_jobs
+    from placewise.benchmarks.harness.trace import TraceJob, TraceResult
 
     console = Console(stderr=True)
     try:
@@ -116,10 +158,17 @@ def run(args: argparse.Namespace) -> int:
         if workers < 1:
             raise ValueError("--workers must be at least 1")
         one_seed = frozenset() if args.seeds else matrix.ONE_SEED_FAMILIES
-        tasks: list[Work] = list(matrix.build_tasks(
-            families, solvers, seeds, args.time_limit, workers, timeout,
-            one_seed=one_seed,
-        ))
+        tasks: list[Work] = list(
+            matrix.build_tasks(
+                families,
+                solvers,
+                seeds,
+                args.time_limit,
+                workers,
+                timeout,
+                one_seed=one_seed,
+            )
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -127,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         trace_dir = str(Path(args.out) / "trace")
         tasks.insert(0, TraceJob(trace_dir, args.quick, jobs=args.jobs))
     if args.simulate:
-        tasks[1 if args.trace else 0:0] = sim_jobs(
+        tasks[1 if args.trace else 0 : 0] = sim_jobs(
             quick=args.quick, time_limit=min(args.time_limit, 2.0), workers=workers
         )
     start = time.perf_counter()
@@ -166,8 +215,11 @@ def _revision() -> str:
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty"],
-            cwd=Path(__file__).resolve().parent, capture_output=True, text=True,
-            timeout=10, check=False,
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -178,12 +230,22 @@ def _command(args: argparse.Namespace) -> str:
     parts = ["placewise", "bench"]
     if args.quick:
         parts.append("--quick")
-    for flag, value in (("--families", args.families), ("--solvers", args.solvers),
-                        ("--seeds", args.seeds), ("--out", args.out)):
+    for flag, value in (
+        ("--families", args.families),
+        ("--solvers", args.solvers),
+        ("--seeds", args.seeds),
+        ("--out", args.out),
+    ):
         if value:
             parts += [flag, str(value)]
-    parts += ["--time-limit", f"{args.time_limit:g}", "--jobs", str(args.jobs),
-              "--workers", str(args.workers)]
+    parts += [
+        "--time-limit",
+        f"{args.time_limit:g}",
+        "--jobs",
+        str(args.jobs),
+        "--workers",
+        str(args.workers),
+    ]
     if args.simulate:
         parts.append("--simulate")
     if not args.trace:
@@ -200,8 +262,8 @@ def _run_with_progress(console: Console, tasks: list[Work], jobs: int) -> list[A
         TimeElapsedColumn,
     )
 
-    from benchmarks.harness.matrix import Task
-    from benchmarks.harness.runner import run_tasks
+    from placewise.benchmarks.harness.matrix import Task
+    from placewise.benchmarks.harness.runner import run_tasks
 
     columns = (
         TextColumn("[bold]bench"),

@@ -13,8 +13,8 @@ import argparse
 import json
 from typing import Any
 
-from adapters.commands.common import load, spinner
-from solver.bound import ACCELERATORS, BoundResult, lp_bound
+from placewise.adapters.commands.common import load, spinner
+from placewise.solver.bound import ACCELERATORS, BoundResult, lp_bound
 
 
 def register(subparsers: Any) -> None:
@@ -28,17 +28,30 @@ def register(subparsers: Any) -> None:
             "ceiling, which is printed too."
         ),
     )
-    p.add_argument("instances", nargs="+", metavar="INSTANCE",
-                   help="instance YAML/JSON files (merged into one snapshot)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="output format (default: %(default)s)")
-    p.add_argument("--lp-solver", choices=("highs", "cbc"), default="highs",
-                   help="LP solver: HiGHS (highspy) or CBC (pulp) "
-                   "(default: %(default)s)")
-    p.add_argument("--accelerators", metavar="R[,R...]",
-                   default=",".join(ACCELERATORS),
-                   help="resources counted as accelerator units "
-                   "(default: %(default)s)")
+    p.add_argument(
+        "instances",
+        nargs="+",
+        metavar="INSTANCE",
+        help="instance YAML/JSON files (merged into one snapshot)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="output format (default: %(default)s)",
+    )
+    p.add_argument(
+        "--lp-solver",
+        choices=("highs", "cbc"),
+        default="highs",
+        help="LP solver: HiGHS (highspy) or CBC (pulp) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--accelerators",
+        metavar="R[,R...]",
+        default=",".join(ACCELERATORS),
+        help="resources counted as accelerator units (default: %(default)s)",
+    )
     p.set_defaults(run=run)
 
 
@@ -83,10 +96,12 @@ def _text(result: BoundResult, accelerators: tuple[str, ...]) -> str:
         return "unbounded" if n is None else str(n)
 
     lp = show(result.lp) if result.lp is not None else f"none ({result.status})"
-    return "\n".join([
-        f"upper bound on {', '.join(accelerators)} running after any plan: "
-        f"{show(result.value)} ({result.method}, {result.seconds:.2f}s)",
-        f"  LP relaxation:           {lp}",
-        f"  capacity/quota ceiling:  {show(result.aggregate)}",
-        f"  running now:             {show(result.running)}",
-    ])
+    return "\n".join(
+        [
+            f"upper bound on {', '.join(accelerators)} running after any plan: "
+            f"{show(result.value)} ({result.method}, {result.seconds:.2f}s)",
+            f"  LP relaxation:           {lp}",
+            f"  capacity/quota ceiling:  {show(result.aggregate)}",
+            f"  running now:             {show(result.running)}",
+        ]
+    )

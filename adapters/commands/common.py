@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 
 from rich.console import Console
 
-from adapters.loader import load_snapshot
-from models.snapshot import Snapshot
+from placewise.adapters.loader import load_snapshot
+from placewise.models.snapshot import Snapshot
 
 log = logging.getLogger("placewise")
 

@@ -1,6 +1,6 @@
-"""``placewise serve``: delegates to :mod:`adapters.serve.cli`."""
+"""``placewise serve``: delegates to :mod:`placewise.adapters.serve.cli`."""
 
 from __future__ import annotations
 
-from adapters.serve.cli import register as register
-from adapters.serve.cli import run as run
+from placewise.adapters.serve.cli import register as register
+from placewise.adapters.serve.cli import run as run

@@ -7,11 +7,16 @@ import logging
 
 import yaml
 
-from adapters import output
-from adapters.commands.common import load, positive_float, positive_int, spinner
-from models.errors import InstanceError, Location, Problem
-from solver.cpsat.objective import Policy
-from solver.solve import SOLVERS, SolveParams, solve
+from placewise.adapters import output
+from placewise.adapters.commands.common import (
+    load,
+    positive_float,
+    positive_int,
+    spinner,
+)
+from placewise.models.errors import InstanceError, Location, Problem
+from placewise.solver.cpsat.objective import Policy
+from placewise.solver.solve import SOLVERS, SolveParams, solve
 
 log = logging.getLogger("placewise")
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from adapters.commands.common import load
-from models.errors import InstanceError, Location, Problem
-from models.plan import Plan, plan_from_dict
-from models.validate import Violation, validate
+from placewise.adapters.commands.common import load
+from placewise.models.errors import InstanceError, Location, Problem
+from placewise.models.plan import Plan, plan_from_dict
+from placewise.models.validate import Violation, validate
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -37,12 +37,24 @@ def register(subparsers: Any) -> None:
             "2 for unreadable input."
         ),
     )
-    p.add_argument("instances", nargs="+", metavar="INSTANCE",
-                   help="instance YAML/JSON files (merged into one snapshot)")
-    p.add_argument("--plan", required=True, metavar="PLAN",
-                   help="the plan to check (YAML or JSON; - for stdin)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="report format (default: text)")
+    p.add_argument(
+        "instances",
+        nargs="+",
+        metavar="INSTANCE",
+        help="instance YAML/JSON files (merged into one snapshot)",
+    )
+    p.add_argument(
+        "--plan",
+        required=True,
+        metavar="PLAN",
+        help="the plan to check (YAML or JSON; - for stdin)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="report format (default: text)",
+    )
     p.set_defaults(run=run)
 
 
@@ -51,21 +63,30 @@ def read_plan(path: str) -> Plan:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as exc:
-        raise InstanceError([Problem(Location(file=path, kind="Plan"),
-                                     f"cannot read: {exc.strerror}")]) from exc
+        raise InstanceError(
+            [Problem(Location(file=path, kind="Plan"), f"cannot read: {exc.strerror}")]
+        ) from exc
     try:
         data = yaml.load(text, Loader=_Loader)  # JSON is a subset of YAML
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
-        raise InstanceError([Problem(Location(file=path, kind="Plan", line=line),
-                                     f"syntax error: {exc.problem or exc}")]) from exc
+        raise InstanceError(
+            [
+                Problem(
+                    Location(file=path, kind="Plan", line=line),
+                    f"syntax error: {exc.problem or exc}",
+                )
+            ]
+        ) from exc
     except yaml.YAMLError as exc:
-        raise InstanceError([Problem(Location(file=path, kind="Plan"),
-                                     f"syntax error: {exc}")]) from exc
+        raise InstanceError(
+            [Problem(Location(file=path, kind="Plan"), f"syntax error: {exc}")]
+        ) from exc
     if data is None:
-        raise InstanceError([Problem(Location(file=path, kind="Plan"),
-                                     "the file holds no plan")])
+        raise InstanceError(
+            [Problem(Location(file=path, kind="Plan"), "the file holds no plan")]
+        )
     return plan_from_dict(data, path)
 
 

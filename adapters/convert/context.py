@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from models.errors import Location, Problem
-from models.quantity import QuantityError, to_units
+from placewise.models.errors import Location, Problem
+from placewise.models.quantity import QuantityError, to_units
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

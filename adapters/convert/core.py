@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.convert.context import Ctx
-from models.cluster import Namespace, Node, Pod
-from models.scheduling import (
+from placewise.adapters.convert.context import Ctx
+from placewise.models.cluster import Namespace, Node, Pod
+from placewise.models.scheduling import (
     LabelSelector,
     NodeSelectorTerm,
     PodPlacement,

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.convert.context import Ctx
-from adapters.convert.core import label_selector, string_map, taints, tolerations
-from models.cluster import (
+from placewise.adapters.convert.context import Ctx
+from placewise.adapters.convert.core import (
+    label_selector,
+    string_map,
+    taints,
+    tolerations,
+)
+from placewise.models.cluster import (
     HOSTNAME_LABEL,
     BorrowWithinCohort,
     ClusterQueue,

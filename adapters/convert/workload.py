@@ -6,9 +6,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.convert.context import EPOCH, Ctx
-from adapters.convert.core import effective_requests, placement, string_map
-from models.workload import (
+from placewise.adapters.convert.context import EPOCH, Ctx
+from placewise.adapters.convert.core import effective_requests, placement, string_map
+from placewise.models.workload import (
     Admission,
     PodSet,
     PodSetAssignment,

@@ -6,11 +6,15 @@ concurrency, the three patch types, pods/binding, pods/eviction with PDBs,
 CRD-style Kueue and gang kinds, Leases, and injectable faults.
 """
 
-from adapters.emulator.emulator import Emulator
-from adapters.emulator.extender import ExtenderConfig
-from adapters.emulator.faults import Faults
-from adapters.emulator.instances import InstanceError, load_instance_files, read_objects
-from adapters.emulator.scheduler_standin import Outcome, SchedulerStandin
+from placewise.adapters.emulator.emulator import Emulator
+from placewise.adapters.emulator.extender import ExtenderConfig
+from placewise.adapters.emulator.faults import Faults
+from placewise.adapters.emulator.instances import (
+    InstanceError,
+    load_instance_files,
+    read_objects,
+)
+from placewise.adapters.emulator.scheduler_standin import Outcome, SchedulerStandin
 
 __all__ = [
     "Emulator",

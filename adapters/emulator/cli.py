@@ -13,8 +13,8 @@ import sys
 import threading
 from types import FrameType
 
-from adapters.emulator.emulator import Emulator
-from adapters.emulator.instances import InstanceError, load_instance_files
+from placewise.adapters.emulator.emulator import Emulator
+from placewise.adapters.emulator.instances import InstanceError, load_instance_files
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.emulator.selectors import from_label_selector_object, labels_match
-from adapters.emulator.store import Store
-from adapters.emulator.strategies import rfc3339
+from placewise.adapters.emulator.selectors import (
+    from_label_selector_object,
+    labels_match,
+)
+from placewise.adapters.emulator.store import Store
+from placewise.adapters.emulator.strategies import rfc3339
 
 JSON = dict[str, Any]
 

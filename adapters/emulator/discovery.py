@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.emulator.resources import VERBS, ResourceTable, ResourceType
+from placewise.adapters.emulator.resources import VERBS, ResourceTable, ResourceType
 
 JSON = dict[str, Any]
 

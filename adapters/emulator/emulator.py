@@ -9,12 +9,12 @@ from typing import Any
 
 from kubernetes import client
 
-from adapters.emulator.faults import Faults
-from adapters.emulator.kubeconfig import write_kubeconfig
-from adapters.emulator.registry import Registry
-from adapters.emulator.resources import ResourceTable
-from adapters.emulator.server import ApiServer, HttpServer
-from adapters.emulator.store import Store
+from placewise.adapters.emulator.faults import Faults
+from placewise.adapters.emulator.kubeconfig import write_kubeconfig
+from placewise.adapters.emulator.registry import Registry
+from placewise.adapters.emulator.resources import ResourceTable
+from placewise.adapters.emulator.server import ApiServer, HttpServer
+from placewise.adapters.emulator.store import Store
 
 JSON = dict[str, Any]
 

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapters.emulator import errors
+from placewise.adapters.emulator import errors
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.emulator.quantity import pod_requests, resource_units
+from placewise.adapters.emulator.quantity import pod_requests, resource_units
 
 JSON = dict[str, Any]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from adapters.emulator.quantity import canonical_quantity
+from placewise.adapters.emulator.quantity import canonical_quantity
 
 JSON = dict[str, Any]
 MAP = "$map"  # a Go map: keys sorted

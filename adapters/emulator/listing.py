@@ -13,14 +13,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from adapters.emulator import errors
-from adapters.emulator.resources import ResourceType
-from adapters.emulator.selectors import (
+from placewise.adapters.emulator import errors
+from placewise.adapters.emulator.resources import ResourceType
+from placewise.adapters.emulator.selectors import (
     parse_field_selector,
     parse_label_selector,
     predicate,
 )
-from adapters.emulator.store import Store, object_key
+from placewise.adapters.emulator.store import Store, object_key
 
 JSON = dict[str, Any]
 Present = Callable[..., JSON]

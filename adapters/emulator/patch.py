@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from adapters.emulator.errors import ApiError, bad_request, patch_not_applied
+from placewise.adapters.emulator.errors import ApiError, bad_request, patch_not_applied
 
 JSON = dict[str, Any]
 

@@ -1,7 +1,8 @@
 """Quantities for the emulator: resource lists, pod requests, Go's canonical form.
 
 Parsing and the effective pod request come from the project's own model
-(``models.quantity``, ``adapters.convert.core``) so the scheduler stand-in
+(``placewise.models.quantity``, ``placewise.adapters.convert.core``) so the
+scheduler stand-in
 counts exactly what the solver counts; only the canonical string form that
 ``resource.Quantity`` marshals to lives here.
 """
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.convert.context import Ctx
-from adapters.convert.core import effective_requests
-from models.quantity import parse_fraction, to_units
+from placewise.adapters.convert.context import Ctx
+from placewise.adapters.convert.core import effective_requests
+from placewise.models.quantity import parse_fraction, to_units
 
 
 def resource_units(values: Any) -> dict[str, int]:

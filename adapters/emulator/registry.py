@@ -15,9 +15,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.emulator import controllers, errors, listing, patch, seed, strategies
-from adapters.emulator.resources import ResourceTable, ResourceType
-from adapters.emulator.store import Store
+from placewise.adapters.emulator import (
+    controllers,
+    errors,
+    listing,
+    patch,
+    seed,
+    strategies,
+)
+from placewise.adapters.emulator.resources import ResourceTable, ResourceType
+from placewise.adapters.emulator.store import Store
 
 JSON = dict[str, Any]
 NAMESPACES = ("", "namespaces")

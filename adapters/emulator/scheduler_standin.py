@@ -19,9 +19,12 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from adapters.emulator import extender, fit, gojson
-from adapters.emulator.extender import ExtenderConfig, ExtenderError
-from adapters.emulator.selectors import from_label_selector_object, labels_match
+from placewise.adapters.emulator import extender, fit, gojson
+from placewise.adapters.emulator.extender import ExtenderConfig, ExtenderError
+from placewise.adapters.emulator.selectors import (
+    from_label_selector_object,
+    labels_match,
+)
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.emulator.scheduler")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from adapters.emulator import controllers, strategies
+from placewise.adapters.emulator import controllers, strategies
 
 if TYPE_CHECKING:
-    from adapters.emulator.registry import Registry
+    from placewise.adapters.emulator.registry import Registry
 
 JSON = dict[str, Any]
 _LOAD_FIRST = {"Namespace": 0, "PriorityClass": 1, "Node": 2}

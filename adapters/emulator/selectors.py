@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.emulator.errors import bad_request
+from placewise.adapters.emulator.errors import bad_request
 
 JSON = dict[str, Any]
 

@@ -22,11 +22,11 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
-from adapters.emulator import discovery, errors, subresources
-from adapters.emulator.faults import Faults
-from adapters.emulator.registry import DeleteOptions, Registry
-from adapters.emulator.resources import ResourceType
-from adapters.emulator.watch import WatchDropped, plan_watch, stream
+from placewise.adapters.emulator import discovery, errors, subresources
+from placewise.adapters.emulator.faults import Faults
+from placewise.adapters.emulator.registry import DeleteOptions, Registry
+from placewise.adapters.emulator.resources import ResourceType
+from placewise.adapters.emulator.watch import WatchDropped, plan_watch, stream
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.emulator")

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.emulator.errors import too_old
+from placewise.adapters.emulator.errors import too_old
 
 JSON = dict[str, Any]
 StorageKey = tuple[str, str]  # (group, plural)

@@ -15,10 +15,10 @@ import time
 import uuid
 from typing import Any
 
-from adapters.emulator import errors
-from adapters.emulator.quantity import resource_units
-from adapters.emulator.resources import ResourceType
-from adapters.emulator.store import Store
+from placewise.adapters.emulator import errors
+from placewise.adapters.emulator.quantity import resource_units
+from placewise.adapters.emulator.resources import ResourceType
+from placewise.adapters.emulator.store import Store
 
 JSON = dict[str, Any]
 

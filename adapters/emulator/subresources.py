@@ -11,11 +11,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from adapters.emulator import controllers, errors
-from adapters.emulator.registry import DeleteOptions, Registry
-from adapters.emulator.resources import ResourceType
-from adapters.emulator.selectors import from_label_selector_object, labels_match
-from adapters.emulator.strategies import rfc3339
+from placewise.adapters.emulator import controllers, errors
+from placewise.adapters.emulator.registry import DeleteOptions, Registry
+from placewise.adapters.emulator.resources import ResourceType
+from placewise.adapters.emulator.selectors import (
+    from_label_selector_object,
+    labels_match,
+)
+from placewise.adapters.emulator.strategies import rfc3339
 
 JSON = dict[str, Any]
 

@@ -16,17 +16,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.emulator import errors
-from adapters.emulator.faults import Faults, WatchFault
-from adapters.emulator.registry import Registry
-from adapters.emulator.resources import ResourceType
-from adapters.emulator.selectors import (
+from placewise.adapters.emulator import errors
+from placewise.adapters.emulator.faults import Faults, WatchFault
+from placewise.adapters.emulator.registry import Registry
+from placewise.adapters.emulator.resources import ResourceType
+from placewise.adapters.emulator.selectors import (
     Predicate,
     parse_field_selector,
     parse_label_selector,
     predicate,
 )
-from adapters.emulator.store import Event
+from placewise.adapters.emulator.store import Event
 
 JSON = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"

@@ -2,7 +2,7 @@
 
 Public API::
 
-    from adapters.generate import GeneratorConfig, generate, write, family
+    from placewise.adapters.generate import GeneratorConfig, generate, write, family
 
     config = family("fragmented")                 # or GeneratorConfig.from_file(path)
     objects = generate(config, seed=1)            # list of Kubernetes objects (dicts)
@@ -15,21 +15,21 @@ writing); it imports nothing from the solver.
 
 from __future__ import annotations
 
-from adapters.generate.cli import register as register
-from adapters.generate.cli import run as run
-from adapters.generate.config import ConfigError as ConfigError
-from adapters.generate.config import GeneratorConfig as GeneratorConfig
-from adapters.generate.config import NodeType as NodeType
-from adapters.generate.config import PodShape as PodShape
-from adapters.generate.config import PriorityClassSpec as PriorityClassSpec
-from adapters.generate.config import QueueConfig as QueueConfig
-from adapters.generate.config import WorkloadClass as WorkloadClass
-from adapters.generate.core import generate as generate
-from adapters.generate.core import summary as summary
-from adapters.generate.families import FAMILIES as FAMILIES
-from adapters.generate.families import family as family
-from adapters.generate.io import dumps as dumps
-from adapters.generate.io import write as write
+from placewise.adapters.generate.cli import register as register
+from placewise.adapters.generate.cli import run as run
+from placewise.adapters.generate.config import ConfigError as ConfigError
+from placewise.adapters.generate.config import GeneratorConfig as GeneratorConfig
+from placewise.adapters.generate.config import NodeType as NodeType
+from placewise.adapters.generate.config import PodShape as PodShape
+from placewise.adapters.generate.config import PriorityClassSpec as PriorityClassSpec
+from placewise.adapters.generate.config import QueueConfig as QueueConfig
+from placewise.adapters.generate.config import WorkloadClass as WorkloadClass
+from placewise.adapters.generate.core import generate as generate
+from placewise.adapters.generate.core import summary as summary
+from placewise.adapters.generate.families import FAMILIES as FAMILIES
+from placewise.adapters.generate.families import family as family
+from placewise.adapters.generate.io import dumps as dumps
+from placewise.adapters.generate.io import write as write
 
 __all__ = [
     "FAMILIES",

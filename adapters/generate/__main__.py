@@ -1,7 +1,7 @@
-"""``python -m adapters.generate [flags]``: the ``generate`` subcommand on its own."""
+"""``python -m placewise.adapters.generate [flags]``: ``generate`` on its own."""
 
 import sys
 
-from adapters.generate.cli import main
+from placewise.adapters.generate.cli import main
 
 sys.exit(main())

@@ -9,10 +9,10 @@ import sys
 import time
 from typing import Any
 
-from adapters.generate import families
-from adapters.generate.config import ConfigError, GeneratorConfig
-from adapters.generate.core import generate, summary
-from adapters.generate.io import write
+from placewise.adapters.generate import families
+from placewise.adapters.generate.config import ConfigError, GeneratorConfig
+from placewise.adapters.generate.core import generate, summary
+from placewise.adapters.generate.io import write
 
 log = logging.getLogger("placewise.generate")
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*$")
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m adapters.generate``)."""
+    """Stand-alone entry point (``python -m placewise.adapters.generate``)."""
     parser = argparse.ArgumentParser(prog="placewise")
     sub = parser.add_subparsers(dest="command", required=True)
     register(sub)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from adapters.generate._units import (
+from placewise.adapters.generate._units import (
     CPU,
     GPU,
     HOSTNAME_LABEL,
@@ -27,7 +27,7 @@ from adapters.generate._units import (
     parse_quantity,
     timestamp,
 )
-from adapters.generate.config import GeneratorConfig, NodeType
+from placewise.adapters.generate.config import GeneratorConfig, NodeType
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -19,7 +19,13 @@ from typing import Any, Literal, Self
 
 import yaml
 
-from adapters.generate._units import CPU, GPU, MEMORY, parse_quantity, parse_time
+from placewise.adapters.generate._units import (
+    CPU,
+    GPU,
+    MEMORY,
+    parse_quantity,
+    parse_time,
+)
 
 Level = Literal["block", "rack", "hostname"]
 LEVELS: tuple[Level, ...] = ("block", "rack", "hostname")

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from adapters.generate import cluster, quota, workloads
-from adapters.generate._units import make_uid, parse_time, timestamp
-from adapters.generate.config import GeneratorConfig
-from adapters.generate.placement import Capacity
+from placewise.adapters.generate import cluster, quota, workloads
+from placewise.adapters.generate._units import make_uid, parse_time, timestamp
+from placewise.adapters.generate.config import GeneratorConfig
+from placewise.adapters.generate.placement import Capacity
 
 
 def generate(config: GeneratorConfig, seed: int) -> list[dict[str, Any]]:
@@ -33,7 +33,7 @@ def generate(config: GeneratorConfig, seed: int) -> list[dict[str, Any]]:
 
     Returns Kubernetes objects as plain dicts (``apiVersion``, ``kind``,
     ``metadata`` with name, namespace, labels, uid and creationTimestamp,
-    ``spec``, ``status``), ready for :func:`adapters.generate.write`.
+    ``spec``, ``status``), ready for :func:`placewise.adapters.generate.write`.
     """
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
     layout_rng, team_rng, wl_rng, pod_rng, pending_rng = streams

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from adapters.generate.config import (
+from placewise.adapters.generate.config import (
     GeneratorConfig,
     NodeType,
     PodShape,

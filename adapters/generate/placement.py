@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from adapters.generate.cluster import BoolArray, IntArray, Layout
+from placewise.adapters.generate.cluster import BoolArray, IntArray, Layout
 
 PROBES = 24
 """Random hosts tried before scanning the whole cluster for a single pod."""

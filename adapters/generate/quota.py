@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.generate._units import (
+from placewise.adapters.generate._units import (
     CPU,
     GPU,
     MEMORY,
@@ -22,8 +22,8 @@ from adapters.generate._units import (
     format_quantity,
     parse_quantity,
 )
-from adapters.generate.cluster import Layout
-from adapters.generate.config import GeneratorConfig
+from placewise.adapters.generate.cluster import Layout
+from placewise.adapters.generate.config import GeneratorConfig
 
 TEAM_LABEL = "placewise.io/team"
 FAMILY_LABEL = "placewise.io/family"

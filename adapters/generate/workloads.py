@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.generate._units import (
+from placewise.adapters.generate._units import (
     CPU,
     GPU,
     HOSTNAME_LABEL,
@@ -24,10 +24,15 @@ from adapters.generate._units import (
     parse_quantity,
     timestamp,
 )
-from adapters.generate.cluster import IntArray, Layout, flavor_labels
-from adapters.generate.config import LEVELS, ConfigError, GeneratorConfig, WorkloadClass
-from adapters.generate.placement import Capacity
-from adapters.generate.quota import WPC_SOURCE, QuotaTree, Team
+from placewise.adapters.generate.cluster import IntArray, Layout, flavor_labels
+from placewise.adapters.generate.config import (
+    LEVELS,
+    ConfigError,
+    GeneratorConfig,
+    WorkloadClass,
+)
+from placewise.adapters.generate.placement import Capacity
+from placewise.adapters.generate.quota import WPC_SOURCE, QuotaTree, Team
 
 CLASS_LABEL = "placewise.io/class"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

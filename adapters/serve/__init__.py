@@ -6,7 +6,7 @@ their planned hosts, victims are evicted, Kueue Workloads get admissions.
 See docs/serve.md.
 """
 
-from adapters.serve.app import Sidecar as Sidecar
-from adapters.serve.app import discover as discover
-from adapters.serve.config import ServeConfig as ServeConfig
-from adapters.serve.kube import Kube as Kube
+from placewise.adapters.serve.app import Sidecar as Sidecar
+from placewise.adapters.serve.app import discover as discover
+from placewise.adapters.serve.config import ServeConfig as ServeConfig
+from placewise.adapters.serve.kube import Kube as Kube

@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from adapters.serve.binder import Binder
-from adapters.serve.config import ServeConfig
-from adapters.serve.events import Recorder
-from adapters.serve.informer import Cache
-from adapters.serve.kueue_mode import KueueAdmitter
-from adapters.serve.preempt import Preemptor
-from adapters.serve.solveloop import PlanState, SolveLoop
+from placewise.adapters.serve.binder import Binder
+from placewise.adapters.serve.config import ServeConfig
+from placewise.adapters.serve.events import Recorder
+from placewise.adapters.serve.informer import Cache
+from placewise.adapters.serve.kueue_mode import KueueAdmitter
+from placewise.adapters.serve.preempt import Preemptor
+from placewise.adapters.serve.solveloop import PlanState, SolveLoop
 
 log = logging.getLogger("placewise.serve.actuator")
 MIN_INTERVAL = 0.2

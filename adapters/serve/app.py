@@ -14,22 +14,22 @@ import threading
 import time
 from typing import Any
 
-from adapters.serve import gangs as gangmod
-from adapters.serve.actuator import Actuator
-from adapters.serve.binder import Binder
-from adapters.serve.config import GANG_ANNOTATION, ServeConfig
-from adapters.serve.events import Recorder
-from adapters.serve.extender import Extender
-from adapters.serve.gangs import GangSources
-from adapters.serve.informer import Cache, Informer, key_of
-from adapters.serve.kube import Kube, Resource
-from adapters.serve.kueue_mode import KueueAdmitter
-from adapters.serve.leader import LeaderElector
-from adapters.serve.metrics import Metrics
-from adapters.serve.preempt import Preemptor
-from adapters.serve.server import Endpoints, HttpServer
-from adapters.serve.snapshot import SnapshotBuilder, node_of
-from adapters.serve.solveloop import PlanState, SolveLoop
+from placewise.adapters.serve import gangs as gangmod
+from placewise.adapters.serve.actuator import Actuator
+from placewise.adapters.serve.binder import Binder
+from placewise.adapters.serve.config import GANG_ANNOTATION, ServeConfig
+from placewise.adapters.serve.events import Recorder
+from placewise.adapters.serve.extender import Extender
+from placewise.adapters.serve.gangs import GangSources
+from placewise.adapters.serve.informer import Cache, Informer, key_of
+from placewise.adapters.serve.kube import Kube, Resource
+from placewise.adapters.serve.kueue_mode import KueueAdmitter
+from placewise.adapters.serve.leader import LeaderElector
+from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.preempt import Preemptor
+from placewise.adapters.serve.server import Endpoints, HttpServer
+from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
+from placewise.adapters.serve.solveloop import PlanState, SolveLoop
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve")

@@ -22,20 +22,20 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from adapters.serve import gangs as gangmod
-from adapters.serve.config import (
+from placewise.adapters.serve import gangs as gangmod
+from placewise.adapters.serve.config import (
     ASSIGNMENT_ANNOTATION,
     GANG_ANNOTATION,
     HOSTNAME_LABEL,
     ServeConfig,
 )
-from adapters.serve.events import Recorder
-from adapters.serve.informer import Cache
-from adapters.serve.kube import PODS, ApiError, Kube
-from adapters.serve.metrics import Metrics
-from adapters.serve.placement import Usage, add, fits
-from adapters.serve.snapshot import Decoder, GangView, node_of
-from adapters.serve.solveloop import PlanState
+from placewise.adapters.serve.events import Recorder
+from placewise.adapters.serve.informer import Cache
+from placewise.adapters.serve.kube import PODS, ApiError, Kube
+from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.placement import Usage, add, fits
+from placewise.adapters.serve.snapshot import Decoder, GangView, node_of
+from placewise.adapters.serve.solveloop import PlanState
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.binder")

@@ -22,10 +22,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from adapters.commands.common import positive_float
-from adapters.serve.app import Sidecar
-from adapters.serve.config import MODES, ServeConfig
-from adapters.serve.kube import Kube
+from placewise.adapters.commands.common import positive_float
+from placewise.adapters.serve.app import Sidecar
+from placewise.adapters.serve.config import MODES, ServeConfig
+from placewise.adapters.serve.kube import Kube
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve")
@@ -199,7 +199,7 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
 def demo_objects(paths: list[str] | None, mode: str, gate: str) -> list[JSON]:
     """The demo cluster; pods get the binder gate in binder mode, and are left
     out in kueue mode (Kueue would own them)."""
-    from adapters.emulator import load_instance_files
+    from placewise.adapters.emulator import load_instance_files
 
     if paths:
         objects = load_instance_files(paths)
@@ -260,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.kubeconfig:
             kube = Kube.from_kubeconfig(args.kubeconfig, args.context)
         else:
-            from adapters.emulator import Emulator
+            from placewise.adapters.emulator import Emulator
 
             # The stand-in's small client pool warns on every burst: noise here.
             logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
@@ -298,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _standin(emulator: Any, sidecar: Sidecar, args: argparse.Namespace) -> Any:
     """kube-scheduler's stand-in: calls our extender, or binds pinned pods."""
-    from adapters.emulator import ExtenderConfig, SchedulerStandin
+    from placewise.adapters.emulator import ExtenderConfig, SchedulerStandin
 
     extenders = []
     if args.mode == "extender":

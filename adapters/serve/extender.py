@@ -16,7 +16,7 @@ What each verb answers, per pod, from the current plan:
 * preempt: the plan's victims on the planned node, when the scheduler offered
   that node and no budget protects them; otherwise an empty map, which
   vetoes kube-scheduler's own pod-level preemption.
-* bind: binds the whole gang (all-or-nothing, :mod:`adapters.serve.binder`);
+* bind: binds the whole gang (all-or-nothing, :mod:`placewise.adapters.serve.binder`);
   later calls for members already bound succeed.
 """
 
@@ -28,14 +28,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from adapters.serve import gangs as gangmod
-from adapters.serve.actuator import Actuator
-from adapters.serve.binder import Binder
-from adapters.serve.informer import Cache
-from adapters.serve.kube import PODS, ApiError, Kube
-from adapters.serve.metrics import Metrics
-from adapters.serve.snapshot import SnapshotBuilder, node_of
-from adapters.serve.solveloop import SolveLoop
+from placewise.adapters.serve import gangs as gangmod
+from placewise.adapters.serve.actuator import Actuator
+from placewise.adapters.serve.binder import Binder
+from placewise.adapters.serve.informer import Cache
+from placewise.adapters.serve.kube import PODS, ApiError, Kube
+from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
+from placewise.adapters.serve.solveloop import SolveLoop
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.extender")

@@ -21,15 +21,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.serve import gangs as gangmod
-from adapters.serve.events import Recorder, rfc3339
-from adapters.serve.informer import Cache
-from adapters.serve.kube import ApiError, Kube, Resource
-from adapters.serve.metrics import Metrics
-from adapters.serve.preempt import set_condition
-from adapters.serve.solveloop import PlanState
-from models.plan import PlanAdmission
-from models.quantity import format_units
+from placewise.adapters.serve import gangs as gangmod
+from placewise.adapters.serve.events import Recorder, rfc3339
+from placewise.adapters.serve.informer import Cache
+from placewise.adapters.serve.kube import ApiError, Kube, Resource
+from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.preempt import set_condition
+from placewise.adapters.serve.solveloop import PlanState
+from placewise.models.plan import PlanAdmission
+from placewise.models.quantity import format_units
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.kueue")

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from adapters.serve.events import micro_time
-from adapters.serve.kube import LEASES, ApiError, Kube
+from placewise.adapters.serve.events import micro_time
+from placewise.adapters.serve.kube import LEASES, ApiError, Kube
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.leader")

@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.serve import gangs as gangmod
-from adapters.serve.config import HOSTNAME_LABEL
-from adapters.serve.snapshot import Built, GangView
-from models.cluster import Node
-from models.plan import Plan, PlanAdmission
-from models.scheduling import untolerated
-from models.workload import PodSetAssignment
+from placewise.adapters.serve import gangs as gangmod
+from placewise.adapters.serve.config import HOSTNAME_LABEL
+from placewise.adapters.serve.snapshot import Built, GangView
+from placewise.models.cluster import Node
+from placewise.models.plan import Plan, PlanAdmission
+from placewise.models.scheduling import untolerated
+from placewise.models.workload import PodSetAssignment
 
 JSON = dict[str, Any]
 Usage = dict[str, dict[str, int]]

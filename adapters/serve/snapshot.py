@@ -1,7 +1,7 @@
-"""The cache as a :class:`models.snapshot.Snapshot`: the batch solver's own model.
+"""The cache as a :class:`~placewise.models.snapshot.Snapshot`: the solver's model.
 
 Every object goes through the same decoders as instance files
-(:func:`adapters.loader.decode_objects`), cached per resourceVersion so a
+(:func:`placewise.adapters.loader.decode_objects`), cached per resourceVersion so a
 re-solve only pays for what changed.  Gangs found in pods become Kueue-shaped
 Workload objects first and are decoded like any other, so the solver cannot
 tell them from Kueue's own:
@@ -28,20 +28,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from adapters.loader import RawObject, decode_objects
-from adapters.serve import gangs as gangmod
-from adapters.serve import synth
-from adapters.serve.config import (
+from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.serve import gangs as gangmod
+from placewise.adapters.serve import synth
+from placewise.adapters.serve.config import (
     ASSIGNMENT_ANNOTATION,
     GANG_ANNOTATION,
     HOSTNAME_LABEL,
     ServeConfig,
 )
-from adapters.serve.gangs import Gang, GangSources
-from adapters.serve.informer import Cache
-from models.errors import Problem
-from models.snapshot import Objects, Snapshot, build_snapshot
-from models.workload import Workload
+from placewise.adapters.serve.gangs import Gang, GangSources
+from placewise.adapters.serve.informer import Cache
+from placewise.models.errors import Problem
+from placewise.models.snapshot import Objects, Snapshot, build_snapshot
+from placewise.models.workload import Workload
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.snapshot")

@@ -18,15 +18,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from adapters.serve.config import ServeConfig
-from adapters.serve.gangs import meta
-from adapters.serve.informer import Cache
-from adapters.serve.metrics import Metrics
-from adapters.serve.placement import GangPlan, Projector, node_usage
-from adapters.serve.snapshot import Built, SnapshotBuilder, node_of
-from models.plan import Plan, SolverInfo
-from models.snapshot import Snapshot
-from solver.solve import SolveParams, solve
+from placewise.adapters.serve.config import ServeConfig
+from placewise.adapters.serve.gangs import meta
+from placewise.adapters.serve.informer import Cache
+from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.placement import GangPlan, Projector, node_usage
+from placewise.adapters.serve.snapshot import Built, SnapshotBuilder, node_of
+from placewise.models.plan import Plan, SolverInfo
+from placewise.models.snapshot import Snapshot
+from placewise.solver.solve import SolveParams, solve
 
 log = logging.getLogger("placewise.serve.solve")
 

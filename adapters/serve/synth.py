@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.cluster import ClusterQueue, Node, ResourceFlavor, Topology
-from models.quantity import format_units
-from models.workload import Workload
+from placewise.models.cluster import ClusterQueue, Node, ResourceFlavor, Topology
+from placewise.models.quantity import format_units
+from placewise.models.workload import Workload
 
 JSON = dict[str, Any]
 DEFAULT = "placewise-default"

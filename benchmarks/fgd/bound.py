@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from benchmarks.fgd.protocol import Workload
-from benchmarks.fgd.trace import CARD_MILLI, Trace
+from placewise.benchmarks.fgd.protocol import Workload
+from placewise.benchmarks.fgd.trace import CARD_MILLI, Trace
 
 __all__ = ["BoundResult", "lp_bound"]
 
@@ -100,12 +100,12 @@ def lp_bound(
     # A fresh interpreter (not a fork or multiprocessing spawn, which would
     # re-import the caller's main module and with it, possibly, OR-Tools).
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.fgd.bound"],
+        [sys.executable, "-m", "placewise.benchmarks.fgd.bound"],
         input=payload,
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parents[2],
+        cwd=Path(__file__).resolve().parents[2],
     )
     value, status, n_vars = json.loads(proc.stdout)
     return BoundResult(

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.fgd.cli``: replay openb under the FGD protocol.
+"""``python -m placewise.benchmarks.fgd.cli``: replay openb under the FGD protocol.
 
 Runs each (policy, seed) in its own process (``--jobs`` at a time), writes one
 JSON per run under ``--out/<trace>/<policy>/``, then prints the table, checks
@@ -18,8 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fgd import report
-from benchmarks.fgd.policies.window import WindowParams
+from placewise.benchmarks.fgd import report
+from placewise.benchmarks.fgd.policies.window import WindowParams
 
 __all__ = ["main", "parse_seeds"]
 
@@ -40,7 +40,7 @@ def parse_seeds(text: str) -> list[int]:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m benchmarks.fgd.cli",
+        prog="python -m placewise.benchmarks.fgd.cli",
         description="Alibaba openb GPU trace replay under the FGD protocol.",
     )
     p.add_argument(
@@ -109,14 +109,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run_one(job: dict[str, Any]) -> dict[str, Any]:
     """One replay in a worker process; returns the summary as a dict."""
-    from benchmarks.fgd.policies.bestfit import BestFit
-    from benchmarks.fgd.policies.fgd import FGD
-    from benchmarks.fgd.policies.greedy import StrandAwareFGD
-    from benchmarks.fgd.policies.window import WindowPolicy
-    from benchmarks.fgd.protocol import make_workload
-    from benchmarks.fgd.published import POLICY_COLUMNS, load_published
-    from benchmarks.fgd.replay import replay
-    from benchmarks.fgd.trace import load_trace
+    from placewise.benchmarks.fgd.policies.bestfit import BestFit
+    from placewise.benchmarks.fgd.policies.fgd import FGD
+    from placewise.benchmarks.fgd.policies.greedy import StrandAwareFGD
+    from placewise.benchmarks.fgd.policies.window import WindowPolicy
+    from placewise.benchmarks.fgd.protocol import make_workload
+    from placewise.benchmarks.fgd.published import POLICY_COLUMNS, load_published
+    from placewise.benchmarks.fgd.replay import replay
+    from placewise.benchmarks.fgd.trace import load_trace
 
     shared = None if job["shared"] is None else Path(job["shared"])
     trace = load_trace(job["trace"], shared=shared)
@@ -156,7 +156,7 @@ def _run_one(job: dict[str, Any]) -> dict[str, Any]:
             "model_bools_median": sorted(st.model_bools)[len(st.model_bools) // 2],
         }
     if job["bound"]:
-        from benchmarks.fgd.bound import lp_bound
+        from placewise.benchmarks.fgd.bound import lp_bound
 
         b = lp_bound(trace, wl)
         extra["lp_bound_pct"] = round(b.alloc_pct, 3)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"LP bound (all arrivals known): {min(bounds):.2f}..{max(bounds):.2f} %")
     print(f"total wall {time.perf_counter() - t0:.0f} s; results in {args.out}")
     if not args.no_plot:
-        from benchmarks.fgd.published import load_published
+        from placewise.benchmarks.fgd.published import load_published
 
         published = {
             p: load_published(p, args.trace, args.shared) for p in ("bestfit", "fgd")

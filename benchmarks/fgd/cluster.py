@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.fgd.trace import CARD_MILLI, MAX_CARDS, Trace
+from placewise.benchmarks.fgd.trace import CARD_MILLI, MAX_CARDS, Trace
 
 __all__ = ["ClusterState", "Decision"]
 
@@ -73,7 +73,7 @@ class ClusterState:
         """Nodes that pass the simulator's filters for this pod, vectorised.
 
         This is the policies' fast pre-filter; the authoritative check is
-        :mod:`benchmarks.fgd.feasible`, which shares no code with it.
+        :mod:`placewise.benchmarks.fgd.feasible`, which shares no code with it.
         """
         t = self.trace
         ok: NDArray[np.bool_] = (self.cpu_left >= t.pod_cpu[pod]) & (

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.trace import Trace
 
 __all__ = ["TypicalPods", "frag_amount", "typical_pods"]
 

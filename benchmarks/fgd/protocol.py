@@ -2,7 +2,7 @@
 
 Every random choice the FGD simulator makes before the first pod arrives comes
 from Go's global ``math/rand`` in a fixed order; replaying that order with
-:class:`~benchmarks.fgd.gorand.GoRand` gives the very same arrivals and the
+:class:`~placewise.benchmarks.fgd.gorand.GoRand` gives the very same arrivals and the
 same tie-breaks, which is what makes per-seed agreement with the published
 table possible.  All policies run on the same :class:`Workload`, so their
 differences come from decisions only.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.fgd.gorand import GoRand
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.gorand import GoRand
+from placewise.benchmarks.fgd.trace import Trace
 
 __all__ = ["REFLECTOR_DRAWS", "TUNE_RATIO", "Workload", "make_workload"]
 

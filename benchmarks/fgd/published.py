@@ -19,7 +19,9 @@ POLICY_COLUMNS = {
 
 
 def results_file(shared: Path | None = None) -> Path:
-    root = shared if shared is not None else Path(__file__).parents[3] / "shared"
+    root = (
+        shared if shared is not None else Path(__file__).resolve().parents[3] / "shared"
+    )
     return root / "data" / "fgd-sim-expected-results" / "analysis_allo_discrete.csv"
 
 

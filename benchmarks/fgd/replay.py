@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.fgd.cluster import ClusterState, Decision
-from benchmarks.fgd.feasible import Ledger
-from benchmarks.fgd.policies.base import Policy
-from benchmarks.fgd.protocol import Workload
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.feasible import Ledger
+from placewise.benchmarks.fgd.policies.base import Policy
+from placewise.benchmarks.fgd.protocol import Workload
+from placewise.benchmarks.fgd.trace import Trace
 
 __all__ = ["ReplayResult", "alloc_curve", "replay"]
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fgd.replay import ReplayResult
+from placewise.benchmarks.fgd.replay import ReplayResult
 
 __all__ = ["RunSummary", "collect", "plot_alloc", "summarize", "table_rows"]
 

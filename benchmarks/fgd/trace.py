@@ -58,7 +58,9 @@ IntArray = NDArray[np.int64]
 
 def data_dir(shared: Path | None = None) -> Path:
     """Where the openb CSVs live: ``../shared`` beside the checkout by default."""
-    root = shared if shared is not None else Path(__file__).parents[3] / "shared"
+    root = (
+        shared if shared is not None else Path(__file__).resolve().parents[3] / "shared"
+    )
     return root / "data" / "alibaba-gpu-v2023"
 
 

@@ -4,5 +4,5 @@
 ``runner`` runs them in worker processes (solve, validate, measure),
 ``metrics`` scores a plan from the plan and the snapshot alone,
 ``simulate`` replays arrivals over time, ``trace`` calls the Alibaba trace
-replay of :mod:`benchmarks.fgd`, and ``report`` writes Markdown, CSV and PNG.
+replay of :mod:`placewise.benchmarks.fgd`, and ``report`` writes Markdown, CSV and PNG.
 """

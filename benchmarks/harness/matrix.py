@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from models.snapshot import Snapshot
+    from placewise.models.snapshot import Snapshot
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -101,7 +101,7 @@ def known_families() -> list[str]:
 
 def hosts_of(family: str) -> int:
     """Host count of a committed family (for ordering and the scale plot)."""
-    from adapters.generate import GeneratorConfig
+    from placewise.adapters.generate import GeneratorConfig
 
     return GeneratorConfig.from_file(CONFIGS / f"{family}.yaml").node_count
 
@@ -148,10 +148,10 @@ def build_tasks(
 def generate_snapshot(instance: Instance) -> Snapshot:
     """Generate the instance in memory and decode it as the loader would."""
     # Imported here so that ``placewise --help`` does not pay for them.
-    from adapters.generate import GeneratorConfig, generate
-    from adapters.loader import RawObject, decode_objects
-    from models.errors import InstanceError, Problem
-    from models.snapshot import build_snapshot
+    from placewise.adapters.generate import GeneratorConfig, generate
+    from placewise.adapters.loader import RawObject, decode_objects
+    from placewise.models.errors import InstanceError, Problem
+    from placewise.models.snapshot import build_snapshot
 
     config = GeneratorConfig.from_file(instance.config_path)
     if instance.overrides:

@@ -5,7 +5,7 @@ Every solver is scored by the same code reading only what the plan says
 never a solver's own bookkeeping, so a solver cannot report itself better
 than its plan is.  The one exception is what a plan cannot express: pods a
 non-gang baseline bound without admitting their workload
-(:class:`solver.baselines.PartialGang`), passed in as ``held``.
+(:class:`placewise.solver.baselines.PartialGang`), passed in as ``held``.
 
 Definitions (accelerators are ``nvidia.com/gpu``, ``amd.com/gpu``,
 ``google.com/tpu``; "GPUs" below):
@@ -13,7 +13,7 @@ Definitions (accelerators are ``nvidia.com/gpu``, ``amd.com/gpu``,
 * **admitted GPUs** — GPUs in the ``resourceUsage`` of the plan's admissions;
   **net GPUs** subtracts the GPUs of the running workloads it preempts;
 * **GPUs after** — GPUs held by running workloads that stay plus admitted
-  ones: the quantity :func:`solver.bound.lp_bound` bounds;
+  ones: the quantity :func:`placewise.solver.bound.lp_bound` bounds;
 * **tier demand** — per priority value present in the instance, highest
   first, admitted minus preempted GPUs of that priority; plans are ranked by
   comparing these vectors lexicographically (the optimizer's first goal);
@@ -37,11 +37,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from models.cluster import HOSTNAME_LABEL, Node
-from models.plan import Plan
-from models.scheduling import PodPlacement, Toleration, untolerated
-from models.snapshot import Snapshot
-from models.workload import PodSet, PodSetAssignment, TopologyDomain, Workload
+from placewise.models.cluster import HOSTNAME_LABEL, Node
+from placewise.models.plan import Plan
+from placewise.models.scheduling import PodPlacement, Toleration, untolerated
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSet, PodSetAssignment, TopologyDomain, Workload
 
 ACCELERATORS: tuple[str, ...] = ("nvidia.com/gpu", "amd.com/gpu", "google.com/tpu")
 PODS = "pods"
@@ -126,9 +126,7 @@ def usable(node: Node) -> bool:
     return node.ready and not node.unschedulable
 
 
-def compute(
-    snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()
-) -> Metrics:
+def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metrics:
     """All metrics of one plan (see the module docstring for definitions)."""
     pending = {w.key: w for w in snapshot.pending}
     running = {w.key: w for w in snapshot.running}

@@ -23,9 +23,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from benchmarks.harness.matrix import LIMIT, SCALE_FAMILIES, SOLVERS
-from benchmarks.harness.metrics import Metrics, compare_tiers
-from benchmarks.harness.runner import RunResult
+from placewise.benchmarks.harness.matrix import LIMIT, SCALE_FAMILIES, SOLVERS
+from placewise.benchmarks.harness.metrics import Metrics, compare_tiers
+from placewise.benchmarks.harness.runner import RunResult
 
 COLORS = {
     "kueue": "#4c72b0",
@@ -36,12 +36,38 @@ COLORS = {
 }
 
 CSV_FIELDS = (
-    "family", "instance", "seed", "solver", "ok", "error", "hosts", "pending",
-    "status", "wall_s", "peak_mib", "admitted_workloads", "admitted_gpus",
-    "net_gpus", "gpus_after", "bound", "bound_method", "gap_gpus", "gap_pct",
-    "tier_demand", "gpu_alloc_pct", "stranded_gpus", "topology_gangs",
-    "gangs_in_domain", "domains_per_gang", "preemptions", "preempted_gpus",
-    "partial_gangs", "partial_gpus", "n_violations", "objective", "solver_bound",
+    "family",
+    "instance",
+    "seed",
+    "solver",
+    "ok",
+    "error",
+    "hosts",
+    "pending",
+    "status",
+    "wall_s",
+    "peak_mib",
+    "admitted_workloads",
+    "admitted_gpus",
+    "net_gpus",
+    "gpus_after",
+    "bound",
+    "bound_method",
+    "gap_gpus",
+    "gap_pct",
+    "tier_demand",
+    "gpu_alloc_pct",
+    "stranded_gpus",
+    "topology_gangs",
+    "gangs_in_domain",
+    "domains_per_gang",
+    "preemptions",
+    "preempted_gpus",
+    "partial_gangs",
+    "partial_gpus",
+    "n_violations",
+    "objective",
+    "solver_bound",
 )
 
 
@@ -54,9 +80,9 @@ class ReportInputs:
     seconds: float
     settings: Mapping[str, Any]
     trace: Any = None
-    """A :class:`benchmarks.harness.trace.TraceResult`, or None when skipped."""
+    """A :class:`~placewise.benchmarks.harness.trace.TraceResult` (None: skipped)."""
     simulation: Any = None
-    """A :class:`benchmarks.harness.simulate.SimulationReport`, or None."""
+    """A :class:`placewise.benchmarks.harness.simulate.SimulationReport`, or None."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -64,9 +90,7 @@ class ReportInputs:
 
 
 def _bounds(results: Iterable[RunResult]) -> dict[tuple[str, int], RunResult]:
-    return {
-        (r.instance, r.seed): r for r in results if r.solver == LIMIT and r.ok
-    }
+    return {(r.instance, r.seed): r for r in results if r.solver == LIMIT and r.ok}
 
 
 def gap(result: RunResult, bounds: Mapping[tuple[str, int], RunResult]) -> float | None:
@@ -115,10 +139,17 @@ def write_csv(path: Path, results: Sequence[RunResult]) -> None:
             g = gap(r, bounds)
             b = bounds.get((r.instance, r.seed))
             row: dict[str, Any] = {
-                "family": r.family, "instance": r.instance, "seed": r.seed,
-                "solver": r.solver, "ok": r.ok, "error": r.error or "",
-                "hosts": r.hosts, "pending": r.pending, "status": r.status,
-                "wall_s": round(r.wall_s, 3), "peak_mib": round(r.peak_mib, 1),
+                "family": r.family,
+                "instance": r.instance,
+                "seed": r.seed,
+                "solver": r.solver,
+                "ok": r.ok,
+                "error": r.error or "",
+                "hosts": r.hosts,
+                "pending": r.pending,
+                "status": r.status,
+                "wall_s": round(r.wall_s, 3),
+                "peak_mib": round(r.peak_mib, 1),
                 "bound": r.bound if r.solver == LIMIT else (b.bound if b else ""),
                 "bound_method": r.bound_method or (b.bound_method if b else ""),
                 "n_violations": r.n_violations,
@@ -127,29 +158,33 @@ def write_csv(path: Path, results: Sequence[RunResult]) -> None:
                 "gap_gpus": g if g is not None else "",
                 "gap_pct": (
                     round(100 * g / b.bound, 3)
-                    if g is not None and b and b.bound else ""
+                    if g is not None and b and b.bound
+                    else ""
                 ),
             }
             if m is not None:
-                row.update({
-                    "admitted_workloads": m.admitted_workloads,
-                    "admitted_gpus": m.admitted_gpus,
-                    "net_gpus": m.net_gpus,
-                    "gpus_after": m.gpus_after,
-                    "tier_demand": tiers_text(m.tier_demand),
-                    "gpu_alloc_pct": round(m.gpu_alloc_pct, 3),
-                    "stranded_gpus": m.stranded_gpus,
-                    "topology_gangs": m.topology_gangs,
-                    "gangs_in_domain": m.gangs_in_domain,
-                    "domains_per_gang": (
-                        round(m.domains_per_gang, 3)
-                        if m.domains_per_gang is not None else ""
-                    ),
-                    "preemptions": m.preemptions,
-                    "preempted_gpus": m.preempted_gpus,
-                    "partial_gangs": m.partial_gangs,
-                    "partial_gpus": m.partial_gpus,
-                })
+                row.update(
+                    {
+                        "admitted_workloads": m.admitted_workloads,
+                        "admitted_gpus": m.admitted_gpus,
+                        "net_gpus": m.net_gpus,
+                        "gpus_after": m.gpus_after,
+                        "tier_demand": tiers_text(m.tier_demand),
+                        "gpu_alloc_pct": round(m.gpu_alloc_pct, 3),
+                        "stranded_gpus": m.stranded_gpus,
+                        "topology_gangs": m.topology_gangs,
+                        "gangs_in_domain": m.gangs_in_domain,
+                        "domains_per_gang": (
+                            round(m.domains_per_gang, 3)
+                            if m.domains_per_gang is not None
+                            else ""
+                        ),
+                        "preemptions": m.preemptions,
+                        "preempted_gpus": m.preempted_gpus,
+                        "partial_gangs": m.partial_gangs,
+                        "partial_gpus": m.partial_gpus,
+                    }
+                )
             writer.writerow(row)
 
 
@@ -228,8 +263,11 @@ def _cell_text(cell: Cell | None, key: str, digits: int = 0) -> str:
 
 
 def headline_table(
-    agg: Mapping[str, Mapping[str, Cell]], families: Sequence[str],
-    solvers: Sequence[str], hosts: Mapping[str, int], pending: Mapping[str, int],
+    agg: Mapping[str, Mapping[str, Cell]],
+    families: Sequence[str],
+    solvers: Sequence[str],
+    hosts: Mapping[str, int],
+    pending: Mapping[str, int],
 ) -> list[str]:
     """GPUs added per family and solver, against the limit."""
     head = ["family", "hosts", "pending", *solvers, "limit", "by priority tiers"]
@@ -268,7 +306,8 @@ def tier_order(cells: Mapping[str, Cell], solvers: Sequence[str]) -> str:
     ahead when its vector is lexicographically larger on a majority of seeds.
     """
     runs = {
-        s: cells[s].tiers for s in solvers
+        s: cells[s].tiers
+        for s in solvers
         if s in cells and cells[s].tiers and not cells[s].failed
     }
     if len(runs) < 2:
@@ -313,9 +352,11 @@ def family_table(cells: Mapping[str, Cell], solvers: Sequence[str]) -> list[str]
         if cell is None:
             continue
         row = [s] + [_cell_text(cell, key, d) for key, _, d in DETAIL_COLUMNS]
-        row.append(tiers_text(next(iter(cell.tiers.values()))) if len(cell.tiers) == 1
-                   else (f"{len(cell.tiers)} seeds, see runs.csv" if cell.tiers else "-"
-        ))
+        row.append(
+            tiers_text(next(iter(cell.tiers.values())))
+            if len(cell.tiers) == 1
+            else (f"{len(cell.tiers)} seeds, see runs.csv" if cell.tiers else "-")
+        )
         lines.append("| " + " | ".join(row) + " |")
     lim = cells.get(LIMIT)
     if lim is not None:
@@ -439,8 +480,8 @@ DEFINITIONS = [
     "still hold **GPUs in partial gangs**.",
     "- **wall s**: the solve call alone; **peak MiB**: peak RSS of the run's "
     "own process (getrusage), interpreter and libraries (~80 MiB) included.",
-    "- Every plan is checked by `models.validate`; a plan with a violation is a "
-    "failed run and listed above with its first violations.",
+    "- Every plan is checked by `placewise.models.validate`; a plan with a "
+    "violation is a failed run and listed above with its first violations.",
 ]
 
 
@@ -456,23 +497,28 @@ PLOT_METRICS: tuple[tuple[str, str], ...] = (
 )
 
 
-def plot_family(path: Path, family: str, cells: Mapping[str, Cell],
-                solvers: Sequence[str]) -> None:
+def plot_family(
+    path: Path, family: str, cells: Mapping[str, Cell], solvers: Sequence[str]
+) -> None:
     n = len(PLOT_METRICS)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.2))
     names = [s for s in solvers if s in cells]
     for ax, (key, title) in zip(axes, PLOT_METRICS, strict=True):
         vals = [cells[s].values.get(key) for s in names]
-        ax.bar(range(len(names)), [v or 0 for v in vals],
-               color=[COLORS.get(s, "#888") for s in names])
+        ax.bar(
+            range(len(names)),
+            [v or 0 for v in vals],
+            color=[COLORS.get(s, "#888") for s in names],
+        )
         for i, v in enumerate(vals):
             if v is None:
                 ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7)
         if key == "net_gpus" and LIMIT in cells:
             lim = cells[LIMIT].values.get("limit_net")
             if lim is not None:
-                ax.axhline(lim, color=COLORS[LIMIT], linestyle="--", linewidth=1,
-                           label="limit")
+                ax.axhline(
+                    lim, color=COLORS[LIMIT], linestyle="--", linewidth=1, label="limit"
+                )
                 ax.legend(fontsize=7)
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
@@ -483,21 +529,23 @@ def plot_family(path: Path, family: str, cells: Mapping[str, Cell],
     plt.close(fig)
 
 
-def plot_scale(path: Path, agg: Mapping[str, Mapping[str, Cell]],
-               hosts: Mapping[str, int], solvers: Sequence[str]) -> bool:
+def plot_scale(
+    path: Path,
+    agg: Mapping[str, Mapping[str, Cell]],
+    hosts: Mapping[str, int],
+    solvers: Sequence[str],
+) -> bool:
     fams = [f for f in SCALE_FAMILIES if f in agg]
     if len(fams) < 2:
         return False
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for s in [*solvers, LIMIT]:
-        pts = [
-            (hosts[f], agg[f][s].values.get("wall_s"))
-            for f in fams if s in agg[f]
-        ]
+        pts = [(hosts[f], agg[f][s].values.get("wall_s")) for f in fams if s in agg[f]]
         xy = [(x, y) for x, y in pts if y is not None and y > 0]
         if xy:
-            ax.plot(*zip(*xy, strict=True), marker="o", label=s,
-                    color=COLORS.get(s, "#888"))
+            ax.plot(
+                *zip(*xy, strict=True), marker="o", label=s, color=COLORS.get(s, "#888")
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("hosts")

@@ -25,16 +25,16 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Protocol
 
-from benchmarks.harness.matrix import (
+from placewise.benchmarks.harness.matrix import (
     AGGREGATE_BOUND_FAMILIES,
     LIMIT,
     Task,
     generate_snapshot,
 )
-from benchmarks.harness.metrics import Held, Metrics, compute
-from models.plan import Plan
-from models.snapshot import Snapshot
-from models.validate import validate
+from placewise.benchmarks.harness.metrics import Held, Metrics, compute
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
 
 MAX_VIOLATIONS_KEPT = 10
 
@@ -82,11 +82,11 @@ def _peak_mib() -> float:
 def solve_task(task: Task, snap: Snapshot) -> tuple[Plan, list[Held]]:
     """Run the task's solver; baselines also report their partial gangs."""
     if task.solver == "kueue":
-        from solver.solve import SolveParams, solve
+        from placewise.solver.solve import SolveParams, solve
 
         return solve(snap, SolveParams(solver="greedy")), []
     if task.solver == "cpsat":
-        from solver.solve import SolveParams, solve
+        from placewise.solver.solve import SolveParams, solve
 
         params = SolveParams(
             solver="cpsat",
@@ -95,7 +95,7 @@ def solve_task(task: Task, snap: Snapshot) -> tuple[Plan, list[Held]]:
             seed=task.instance.seed,
         )
         return solve(snap, params), []
-    from solver.baselines import run_baseline
+    from placewise.solver.baselines import run_baseline
 
     out = run_baseline(task.solver, snap, seed=task.instance.seed)
     held = [
@@ -140,7 +140,7 @@ def run_task(task: Task) -> RunResult:
 
 
 def _bound(task: Task, snap: Snapshot, result: RunResult) -> None:
-    from solver.bound import aggregate_bound, lp_bound, running_gpus
+    from placewise.solver.bound import aggregate_bound, lp_bound, running_gpus
 
     start = time.perf_counter()
     if task.instance.family in AGGREGATE_BOUND_FAMILIES:
@@ -205,13 +205,15 @@ def failed(work: Work, why: str) -> Any:
 
 def _context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([
-        "benchmarks.harness.runner",
-        "benchmarks.harness.simulate",
-        "solver.solve",
-        "solver.baselines",
-        "solver.bound",
-    ])
+    ctx.set_forkserver_preload(
+        [
+            "placewise.benchmarks.harness.runner",
+            "placewise.benchmarks.harness.simulate",
+            "placewise.solver.solve",
+            "placewise.solver.baselines",
+            "placewise.solver.bound",
+        ]
+    )
     return ctx
 
 

@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness.matrix import Instance, generate_snapshot
-from benchmarks.harness.metrics import ACCELERATORS, gpus_of, usable
-from models.plan import Plan
-from models.snapshot import Snapshot
-from models.validate import validate
-from models.workload import Admission, Workload
+from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
+from placewise.benchmarks.harness.metrics import ACCELERATORS, gpus_of, usable
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
+from placewise.models.workload import Admission, Workload
 
 MEDIAN_S = 1800.0
 SIGMA = 0.75
@@ -79,8 +79,9 @@ class SimJob:
             return self.failed(f"{type(exc).__name__}: {exc}")
 
     def failed(self, why: str) -> SimResult:
-        return SimResult(self.family, self.seed, self.solver, self.timing, ok=False,
-                         error=why)
+        return SimResult(
+            self.family, self.seed, self.solver, self.timing, ok=False, error=why
+        )
 
 
 def sim_jobs(quick: bool, time_limit: float, workers: int) -> list[SimJob]:
@@ -140,7 +141,7 @@ TRACE_MIN_S, TRACE_MAX_S = 60.0, 8 * 3600.0
 
 def trace_durations(name: str = "default") -> np.ndarray[Any, np.dtype[np.float64]]:
     """Run times of the openb trace's GPU pods (deletion - scheduled), clipped."""
-    from benchmarks.fgd.trace import data_dir
+    from placewise.benchmarks.fgd.trace import data_dir
 
     path = data_dir() / f"openb_pod_list_{name}.csv"
     out: list[float] = []
@@ -158,16 +159,21 @@ def trace_durations(name: str = "default") -> np.ndarray[Any, np.dtype[np.float6
 
 
 def _solve(job: SimJob, snap: Snapshot) -> Plan:
-    from solver.solve import SolveParams, solve
+    from placewise.solver.solve import SolveParams, solve
 
     if job.solver == "kueue":
         return solve(snap, SolveParams(solver="greedy"))
     if job.solver == "cpsat":
-        return solve(snap, SolveParams(
-            solver="cpsat", time_limit=job.time_limit, workers=job.workers,
-            seed=job.seed,
-        ))
-    from solver.baselines import run_baseline
+        return solve(
+            snap,
+            SolveParams(
+                solver="cpsat",
+                time_limit=job.time_limit,
+                workers=job.workers,
+                seed=job.seed,
+            ),
+        )
+    from placewise.solver.baselines import run_baseline
 
     return run_baseline(job.solver, snap, seed=job.seed).plan
 
@@ -190,14 +196,19 @@ def simulate(job: SimJob) -> SimResult:
     }
     for k, w in running.items():
         # Preempted at the start, a running workload queues again from scratch.
-        queued[k] = w.model_copy(update={
-            "admission": None, "quota_reserved": False, "quota_reserved_at": None,
-        })
+        queued[k] = w.model_copy(
+            update={
+                "admission": None,
+                "quota_reserved": False,
+                "quota_reserved_at": None,
+            }
+        )
         duration[k] = ends[k]
     upcoming = sorted(arrival, key=lambda k: (arrival[k], k))
     waiting: dict[str, Workload] = {}
-    res = SimResult(job.family, job.seed, job.solver, job.timing,
-                    arrivals=len(upcoming))
+    res = SimResult(
+        job.family, job.seed, job.solver, job.timing, arrivals=len(upcoming)
+    )
     capacity = sum(gpus_of(n.allocatable) for n in base.nodes.values() if usable(n))
     background = 0
     for pod in base.pods.values():
@@ -233,8 +244,9 @@ def simulate(job: SimJob) -> SimResult:
                 )
                 break
             clock = Clock(t0, t)
-            _apply(plan, clock, running, waiting, ends, duration, first_start,
-                   queued, res)
+            _apply(
+                plan, clock, running, waiting, ends, duration, first_start, queued, res
+            )
         busy = background + _running_gpus(running)
         util = 100.0 * busy / capacity if capacity else 0.0
         area += last_util * (t - last_t)
@@ -269,9 +281,7 @@ def _state(
     base: Snapshot, running: Mapping[str, Workload], waiting: Mapping[str, Workload]
 ) -> Snapshot:
     """The base cluster with the simulation's running and queued workloads."""
-    objects = dataclasses.replace(
-        base.objects, workloads={**running, **waiting}
-    )
+    objects = dataclasses.replace(base.objects, workloads={**running, **waiting})
     return Snapshot(objects)
 
 
@@ -306,14 +316,16 @@ def _apply(
         waiting[p.workload] = queued[p.workload]
     for a in plan.admissions:
         w = waiting.pop(a.workload)
-        running[a.workload] = w.model_copy(update={
-            "admission": Admission(
-                cluster_queue=a.cluster_queue,
-                pod_set_assignments=a.pod_set_assignments,
-            ),
-            "quota_reserved": True,
-            "quota_reserved_at": clock.now,
-        })
+        running[a.workload] = w.model_copy(
+            update={
+                "admission": Admission(
+                    cluster_queue=a.cluster_queue,
+                    pod_set_assignments=a.pod_set_assignments,
+                ),
+                "quota_reserved": True,
+                "quota_reserved_at": clock.now,
+            }
+        )
         ends[a.workload] = t + duration.get(a.workload, MEDIAN_S)
         first_start.setdefault(a.workload, t)
 
@@ -354,8 +366,7 @@ class SimulationReport:
         ]
         for r in sorted(self.results, key=lambda r: (r.timing, r.solver)):
             if not r.ok:
-                out.append(f"| {r.timing} | {r.solver} | FAILED: {r.error} "
-                           "||||||||||")
+                out.append(f"| {r.timing} | {r.solver} | FAILED: {r.error} ||||||||||")
                 continue
             delay, jct = r.queue_delay_s, r.jct_s
             out.append(
@@ -375,14 +386,18 @@ class SimulationReport:
             out += ["", "Mean queueing delay: " + ", ".join(means) + "."]
             out += ["", "Mean queueing delay by priority (min; started workloads):", ""]
             prios = sorted({p for r in good for p in r.delay_by_priority}, reverse=True)
-            out.append("| durations | solver | " + " | ".join(
-                f"priority {p}" for p in prios) + " |")
+            out.append(
+                "| durations | solver | "
+                + " | ".join(f"priority {p}" for p in prios)
+                + " |"
+            )
             out.append("|---|---|" + "---|" * len(prios))
             for r in sorted(good, key=lambda r: (r.timing, r.solver)):
                 cells = [
                     _m(statistics.fmean(r.delay_by_priority[p]))
                     + f" ({len(r.delay_by_priority[p])})"
-                    if r.delay_by_priority.get(p) else "-"
+                    if r.delay_by_priority.get(p)
+                    else "-"
                     for p in prios
                 ]
                 out.append(f"| {r.timing} | {r.solver} | " + " | ".join(cells) + " |")
@@ -395,7 +410,7 @@ class SimulationReport:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from benchmarks.harness.report import COLORS
+        from placewise.benchmarks.harness.report import COLORS
 
         good = sorted(
             (r for r in self.results if r.ok and r.util),
@@ -405,12 +420,23 @@ class SimulationReport:
             return {}
         dash = {"generated": "-", "trace": ":"}
 
-        def draw(name: str, size: tuple[float, float], xlabel: str, ylabel: str,
-                 series: list[tuple[SimResult, Any, Any]]) -> Path:
+        def draw(
+            name: str,
+            size: tuple[float, float],
+            xlabel: str,
+            ylabel: str,
+            series: list[tuple[SimResult, Any, Any]],
+        ) -> Path:
             fig, ax = plt.subplots(figsize=size)
             for r, xs, ys in series:
-                ax.step(xs, ys, where="post", label=f"{r.solver} ({r.timing})",
-                        color=COLORS.get(r.solver), linestyle=dash.get(r.timing, "-"))
+                ax.step(
+                    xs,
+                    ys,
+                    where="post",
+                    label=f"{r.solver} ({r.timing})",
+                    color=COLORS.get(r.solver),
+                    linestyle=dash.get(r.timing, "-"),
+                )
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
@@ -431,10 +457,20 @@ class SimulationReport:
                 share = np.arange(1, minutes.size + 1) / minutes.size
                 delay.append((r, minutes, share))
         return {
-            "sim-util": draw("sim-utilisation.png", (7, 3.5), "simulated time (h)",
-                             "GPU utilisation %", util),
-            "sim-delay": draw("sim-queueing-delay.png", (5, 3.5),
-                              "queueing delay (min)", "share of workloads", delay),
+            "sim-util": draw(
+                "sim-utilisation.png",
+                (7, 3.5),
+                "simulated time (h)",
+                "GPU utilisation %",
+                util,
+            ),
+            "sim-delay": draw(
+                "sim-queueing-delay.png",
+                (5, 3.5),
+                "queueing delay (min)",
+                "share of workloads",
+                delay,
+            ),
         }
 
 

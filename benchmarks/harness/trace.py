@@ -2,10 +2,10 @@
 
 The replay itself — Best-Fit and FGD reproduced against the published
 simulator, placewise's policies, the all-arrivals-known LP bound — belongs to
-:mod:`benchmarks.fgd`; the bench only calls its entry point
-(``benchmarks.fgd.cli.main(argv)``) in a worker process with ``--out`` under
+:mod:`placewise.benchmarks.fgd`; the bench only calls its entry point
+(``placewise.benchmarks.fgd.cli.main(argv)``) in a worker process with ``--out`` under
 the report directory, reads back the per-run summaries it writes
-(:func:`benchmarks.fgd.report.collect`) and embeds its figure (our curves
+(:func:`placewise.benchmarks.fgd.report.collect`) and embeds its figure (our curves
 over the published Best-Fit and FGD curves).  When the entry point is
 missing from the build or fails, the report says so and still shows the
 published reference (``shared/data/fgd-sim-expected-results``).
@@ -39,7 +39,7 @@ def _mean(curves: list[Curve]) -> Curve:
 
 def published_curves(trace: str) -> dict[str, Curve]:
     """The published Best-Fit and FGD curves of one trace, mean over seeds."""
-    from benchmarks.fgd.published import load_published
+    from placewise.benchmarks.fgd.published import load_published
 
     out: dict[str, Curve] = {}
     for policy, label in REFERENCE_POLICIES.items():
@@ -83,7 +83,7 @@ class TraceResult:
     log_tail: list[str] = field(default_factory=list)
 
     def markdown(self) -> list[str]:
-        cmd = "python -m benchmarks.fgd.cli " + " ".join(self.argv)
+        cmd = "python -m placewise.benchmarks.fgd.cli " + " ".join(self.argv)
         if not self.available:
             out = [f"Not run: {self.error}."]
         elif not self.ok:
@@ -111,8 +111,11 @@ class TraceResult:
                 f"{_at(curve, 130)} | | | |"
             )
         if self.lp_bound_pct is not None:
-            out += ["", f"LP bound with every arrival known in advance: "
-                    f"{self.lp_bound_pct:.2f} %."]
+            out += [
+                "",
+                f"LP bound with every arrival known in advance: "
+                f"{self.lp_bound_pct:.2f} %.",
+            ]
         for fig in self.figures:
             out += ["", f"![{Path(fig).stem}]({fig})"]
         if not self.ok and self.log_tail:
@@ -130,11 +133,19 @@ class TraceResult:
 
         fig, ax = plt.subplots(figsize=(6, 4))
         for label, curve in sorted(self.published.items()):
-            ax.plot(list(curve), list(curve.values()), linestyle="--",
-                    label=f"{label} (published)")
+            ax.plot(
+                list(curve),
+                list(curve.values()),
+                linestyle="--",
+                label=f"{label} (published)",
+            )
         for policy, curve in sorted(self.curves.items()):
-            ax.plot(list(curve), list(curve.values()), linewidth=1.6,
-                    label=f"{policy} (this run)")
+            ax.plot(
+                list(curve),
+                list(curve.values()),
+                linewidth=1.6,
+                label=f"{policy} (this run)",
+            )
         ax.set_xlabel("arrived GPU demand (% of capacity)")
         ax.set_ylabel("GPU allocation (% of capacity)")
         ax.set_title(f"openb {self.trace} trace, FGD protocol")
@@ -169,13 +180,23 @@ class TraceJob:
             # seed 42, default trace, bestfit + fgd + window, with the LP bound
             return ["--quick", "--jobs", str(self.jobs), "--out", self.out_dir]
         return [
-            "--trace", self.trace, "--seeds", FULL_SEEDS, "--bound",
-            "--jobs", str(self.jobs), "--out", self.out_dir,
+            "--trace",
+            self.trace,
+            "--seeds",
+            FULL_SEEDS,
+            "--bound",
+            "--jobs",
+            str(self.jobs),
+            "--out",
+            self.out_dir,
         ]
 
     def failed(self, why: str) -> TraceResult:
         return TraceResult(
-            self.trace, ok=False, error=why, argv=self.argv(),
+            self.trace,
+            ok=False,
+            error=why,
+            argv=self.argv(),
             published=published_curves(self.trace),
         )
 
@@ -184,7 +205,7 @@ class TraceJob:
             self.trace, argv=self.argv(), published=published_curves(self.trace)
         )
         try:
-            from benchmarks.fgd import cli, report
+            from placewise.benchmarks.fgd import cli, report
         except ImportError as exc:
             result.ok = result.available = False
             result.error = f"the trace replay entry point is not in this build ({exc})"
@@ -224,19 +245,19 @@ def _summarize(result: TraceResult, runs: list[Any]) -> None:
     for r in runs:
         if r.trace == result.trace:
             by_policy.setdefault(r.policy, []).append(r)
-    bounds = [
-        r.extra["lp_bound_pct"] for r in runs if "lp_bound_pct" in r.extra
-    ]
+    bounds = [r.extra["lp_bound_pct"] for r in runs if "lp_bound_pct" in r.extra]
     result.lp_bound_pct = min(bounds) if bounds else None
     for policy, rs in sorted(by_policy.items()):
         pub = [r.published_130 for r in rs if r.published_130 is not None]
-        result.rows.append(TraceRow(
-            policy=policy,
-            seeds=len(rs),
-            alloc_100=statistics.fmean(r.alloc_100 for r in rs),
-            alloc_130=statistics.fmean(r.alloc_130 for r in rs),
-            published_130=statistics.fmean(pub) if len(pub) == len(rs) else None,
-            dropped=statistics.fmean(r.dropped for r in rs),
-            wall_s=statistics.median(r.wall_s for r in rs),
-        ))
+        result.rows.append(
+            TraceRow(
+                policy=policy,
+                seeds=len(rs),
+                alloc_100=statistics.fmean(r.alloc_100 for r in rs),
+                alloc_130=statistics.fmean(r.alloc_130 for r in rs),
+                published_130=statistics.fmean(pub) if len(pub) == len(rs) else None,
+                dropped=statistics.fmean(r.dropped for r in rs),
+                wall_s=statistics.median(r.wall_s for r in rs),
+            )
+        )
         result.curves[policy] = _mean([dict(r.curve) for r in rs])

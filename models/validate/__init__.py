@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from models.plan import Plan
-from models.snapshot import Snapshot
-from models.validate import (
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import (
     bookkeeping,
     capacity,
     eligibility,
@@ -23,7 +23,7 @@ from models.validate import (
     quota,
     topology,
 )
-from models.validate.context import Context, Violation
+from placewise.models.validate.context import Context, Violation
 
 __all__ = ["RULES", "RULE_FAMILIES", "Violation", "validate"]
 

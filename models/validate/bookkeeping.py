@@ -1,7 +1,7 @@
 """Bookkeeping: every name in the plan refers to the right kind of workload.
 
 These checks come first because the other rule families trust the indexed
-views of :class:`~models.validate.context.Context`; anything dropped from
+views of :class:`~placewise.models.validate.context.Context`; anything dropped from
 those views is reported here, once.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from models.validate.context import Context, Violation
+from placewise.models.validate.context import Context, Violation
 
 
 def check(ctx: Context) -> list[Violation]:
@@ -42,30 +42,42 @@ def _entries(ctx: Context) -> list[Violation]:
     ]
     for section, key in names:
         if key not in ctx.snap.workloads:
-            out.append(Violation(
-                "bookkeeping.unknown-workload", key,
-                f"listed in {section} but no such Workload is in the instance",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.unknown-workload",
+                    key,
+                    f"listed in {section} but no such Workload is in the instance",
+                )
+            )
         elif key not in pending:
-            out.append(Violation(
-                "bookkeeping.not-pending", key,
-                f"listed in {section} but {_describe(ctx, key)}",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.not-pending",
+                    key,
+                    f"listed in {section} but {_describe(ctx, key)}",
+                )
+            )
     admitted = Counter(a.workload for a in ctx.plan.admissions)
     listed = Counter(p.workload for p in ctx.plan.pending)
     for key in sorted(pending):
         total = admitted[key] + listed[key]
         if total == 0:
-            out.append(Violation(
-                "bookkeeping.missing", key,
-                "pending workload appears neither in admissions nor in pending",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.missing",
+                    key,
+                    "pending workload appears neither in admissions nor in pending",
+                )
+            )
         elif total > 1:
-            out.append(Violation(
-                "bookkeeping.duplicate", key,
-                f"must appear exactly once but is in admissions {admitted[key]} "
-                f"time(s) and in pending {listed[key]} time(s)",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.duplicate",
+                    key,
+                    f"must appear exactly once but is in admissions {admitted[key]} "
+                    f"time(s) and in pending {listed[key]} time(s)",
+                )
+            )
     return out
 
 
@@ -77,20 +89,30 @@ def _preemptions(ctx: Context) -> list[Violation]:
     for pre in ctx.plan.preemptions:
         key = pre.workload
         if key not in ctx.snap.workloads:
-            out.append(Violation(
-                "bookkeeping.unknown-workload", key,
-                "preempted but no such Workload is in the instance",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.unknown-workload",
+                    key,
+                    "preempted but no such Workload is in the instance",
+                )
+            )
         elif key not in running:
-            out.append(Violation(
-                "bookkeeping.victim-not-running", key,
-                f"preempted but only running workloads can be preempted and "
-                f"{_describe(ctx, key)}",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.victim-not-running",
+                    key,
+                    f"preempted but only running workloads can be preempted and "
+                    f"{_describe(ctx, key)}",
+                )
+            )
         elif key in seen:
-            out.append(Violation(
-                "bookkeeping.victim-duplicate", key, "preempted more than once",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.victim-duplicate",
+                    key,
+                    "preempted more than once",
+                )
+            )
         seen.add(key)
         if pre.preemptor not in pending:
             why = (
@@ -98,10 +120,13 @@ def _preemptions(ctx: Context) -> list[Violation]:
                 if pre.preemptor not in ctx.snap.workloads
                 else _describe(ctx, pre.preemptor)
             )
-            out.append(Violation(
-                "bookkeeping.preemptor", key,
-                f"preemptor {pre.preemptor} must be a pending workload but {why}",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.preemptor",
+                    key,
+                    f"preemptor {pre.preemptor} must be a pending workload but {why}",
+                )
+            )
     return out
 
 
@@ -112,16 +137,22 @@ def _queues(ctx: Context) -> list[Violation]:
         w = adm.workload
         reason = ctx.snap.blocked_reason(w)
         if reason is not None:
-            out.append(Violation(
-                "bookkeeping.not-admissible", w.key,
-                f"cannot be admitted: {reason}",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.not-admissible",
+                    w.key,
+                    f"cannot be admitted: {reason}",
+                )
+            )
             continue
         own = ctx.snap.cluster_queue_of(w)
         if adm.entry.cluster_queue != own:
-            out.append(Violation(
-                "bookkeeping.cluster-queue", w.key,
-                f"admitted to ClusterQueue {adm.entry.cluster_queue} but its "
-                f"LocalQueue {w.namespace}/{w.queue_name} points to {own}",
-            ))
+            out.append(
+                Violation(
+                    "bookkeeping.cluster-queue",
+                    w.key,
+                    f"admitted to ClusterQueue {adm.entry.cluster_queue} but its "
+                    f"LocalQueue {w.namespace}/{w.queue_name} points to {own}",
+                )
+            )
     return out

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from models.validate.context import Context, Violation, qty, running_tas_flavor
-from models.validate.domains import FlavorDomains, Path, show
+from placewise.models.validate.context import (
+    Context,
+    Violation,
+    qty,
+    running_tas_flavor,
+)
+from placewise.models.validate.domains import FlavorDomains, Path, show
 
 LeafKey = tuple[str, ...]
 """("node", name) for hostname leaves, ("pool", flavor, *path) otherwise."""
@@ -25,8 +30,12 @@ def _leaf(fd: FlavorDomains, path: Path) -> LeafKey:
     return ("pool", fd.flavor.name, *path)
 
 
-def _add(acc: dict[LeafKey, dict[str, int]], key: LeafKey,
-         per_pod: Mapping[str, int], pods: int) -> None:
+def _add(
+    acc: dict[LeafKey, dict[str, int]],
+    key: LeafKey,
+    per_pod: Mapping[str, int],
+    pods: int,
+) -> None:
     slot = acc.setdefault(key, {})
     for r, v in per_pod.items():
         slot[r] = slot.get(r, 0) + v * pods
@@ -69,18 +78,21 @@ def check(ctx: Context) -> list[Violation]:
                 continue
             placed = ", ".join(f"{k} x{n}" for k, n in sorted(users[key].items()))
             where = (
-                f"node {key[1]}" if key[0] == "node"
+                f"node {key[1]}"
+                if key[0] == "node"
                 else f"domain {show(key[2:])} of flavor {key[1]}"
             )
-            out.append(Violation(
-                "capacity.node" if key[0] == "node" else "capacity.domain",
-                ", ".join(sorted(users[key])),
-                f"{where}: {r} would be {qty(r, total)} in use "
-                f"({qty(r, add)} by this plan: {placed}; "
-                f"{qty(r, held)} by running TAS workloads; "
-                f"{qty(r, pods_used.get(r, 0))} by bound pods), above allocatable "
-                f"{qty(r, cap)} by {qty(r, total - cap)}",
-            ))
+            out.append(
+                Violation(
+                    "capacity.node" if key[0] == "node" else "capacity.domain",
+                    ", ".join(sorted(users[key])),
+                    f"{where}: {r} would be {qty(r, total)} in use "
+                    f"({qty(r, add)} by this plan: {placed}; "
+                    f"{qty(r, held)} by running TAS workloads; "
+                    f"{qty(r, pods_used.get(r, 0))} by bound pods), above allocatable "
+                    f"{qty(r, cap)} by {qty(r, total - cap)}",
+                )
+            )
     return out
 
 

@@ -3,7 +3,7 @@
 The plan is indexed once so that each rule module can look at "the
 admissions that name a pending workload" or "the running workloads that stay"
 without repeating the bookkeeping checks; malformed entries are reported by
-:mod:`models.validate.bookkeeping` and simply left out of these views, so one
+:mod:`placewise.models.validate.bookkeeping` and simply left out of these views, so one
 mistake is reported once, by the rule that owns it.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from models.cluster import ClusterQueue, ResourceFlavor
-from models.plan import Plan, PlanAdmission, PlanPreemption
-from models.quantity import format_units
-from models.snapshot import Snapshot
-from models.validate.domains import DomainIndex
-from models.workload import PodSet, PodSetAssignment, Workload
+from placewise.models.cluster import ClusterQueue, ResourceFlavor
+from placewise.models.plan import Plan, PlanAdmission, PlanPreemption
+from placewise.models.quantity import format_units
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate.domains import DomainIndex
+from placewise.models.workload import PodSet, PodSetAssignment, Workload
 
 FlavorResource = tuple[str, str]
 """(flavor, resource): the unit of quota accounting."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topology
-from models.snapshot import Snapshot
+from placewise.models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topology
+from placewise.models.snapshot import Snapshot
 
 Path = tuple[str, ...]
 """Label values of every topology level, highest first."""
@@ -90,7 +90,8 @@ class DomainIndex:
                 f"{', '.join(levels)}"
             )
         candidates = [
-            n for n in self.snap.nodes.values()
+            n
+            for n in self.snap.nodes.values()
             if all(n.labels.get(k) == v for k, v in zip(levels, values, strict=True))
         ]
         if not candidates:

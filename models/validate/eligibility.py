@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from models.cluster import ClusterQueue, ResourceFlavor
-from models.scheduling import untolerated
-from models.validate.context import Admitted, Context, Violation
-from models.workload import PodSet, PodSetAssignment
+from placewise.models.cluster import ClusterQueue, ResourceFlavor
+from placewise.models.scheduling import untolerated
+from placewise.models.validate.context import Admitted, Context, Violation
+from placewise.models.workload import PodSet, PodSetAssignment
 
 
 def check(ctx: Context) -> list[Violation]:
@@ -42,39 +42,54 @@ def _resources(
     needed = ctx.needed_resources(cq, ps, psa.count)
     for r in needed:
         if not ctx.covers(cq, r):
-            out.append(Violation(
-                "eligibility.uncovered-resource", adm.key,
-                f"pod set {ps.name} requests {r}, which ClusterQueue {cq.name} "
-                "does not cover",
-            ))
+            out.append(
+                Violation(
+                    "eligibility.uncovered-resource",
+                    adm.key,
+                    f"pod set {ps.name} requests {r}, which ClusterQueue {cq.name} "
+                    "does not cover",
+                )
+            )
         elif r not in psa.flavors:
-            out.append(Violation(
-                "eligibility.missing-flavor", adm.key,
-                f"pod set {ps.name} requests {r} but no flavor is assigned to it",
-            ))
+            out.append(
+                Violation(
+                    "eligibility.missing-flavor",
+                    adm.key,
+                    f"pod set {ps.name} requests {r} but no flavor is assigned to it",
+                )
+            )
     for r, flavor in sorted(psa.flavors.items()):
         group = cq.group_of(r)
         if group is None:
             if r not in needed:
-                out.append(Violation(
-                    "eligibility.uncovered-resource", adm.key,
-                    f"pod set {ps.name} assigns flavor {flavor} to {r}, which "
-                    f"ClusterQueue {cq.name} does not cover",
-                ))
+                out.append(
+                    Violation(
+                        "eligibility.uncovered-resource",
+                        adm.key,
+                        f"pod set {ps.name} assigns flavor {flavor} to {r}, which "
+                        f"ClusterQueue {cq.name} does not cover",
+                    )
+                )
             continue
         listed = [fq.name for fq in cq.resource_groups[group].flavors]
         if flavor not in listed:
-            out.append(Violation(
-                "eligibility.flavor-not-in-queue", adm.key,
-                f"pod set {ps.name} assigns flavor {flavor} to {r} but "
-                f"ClusterQueue {cq.name} offers only {', '.join(listed)} for it",
-            ))
+            out.append(
+                Violation(
+                    "eligibility.flavor-not-in-queue",
+                    adm.key,
+                    f"pod set {ps.name} assigns flavor {flavor} to {r} but "
+                    f"ClusterQueue {cq.name} offers only {', '.join(listed)} for it",
+                )
+            )
         elif ctx.flavor(flavor) is None:
-            out.append(Violation(
-                "eligibility.flavor-not-in-queue", adm.key,
-                f"pod set {ps.name} assigns flavor {flavor} to {r} but no "
-                "ResourceFlavor of that name exists",
-            ))
+            out.append(
+                Violation(
+                    "eligibility.flavor-not-in-queue",
+                    adm.key,
+                    f"pod set {ps.name} assigns flavor {flavor} to {r} but no "
+                    "ResourceFlavor of that name exists",
+                )
+            )
     return out
 
 
@@ -92,12 +107,15 @@ def _groups(
         if len(flavors) > 1:
             parts = [f"{', '.join(rs)} -> {f}" for f, rs in sorted(flavors.items())]
             covered = ", ".join(cq.resource_groups[group].covered_resources)
-            out.append(Violation(
-                "eligibility.resource-group", adm.key,
-                f"pod set {ps.name} uses more than one flavor in the resource "
-                f"group covering {covered} ({'; '.join(parts)}); a resource "
-                "group gets one flavor per pod set",
-            ))
+            out.append(
+                Violation(
+                    "eligibility.resource-group",
+                    adm.key,
+                    f"pod set {ps.name} uses more than one flavor in the resource "
+                    f"group covering {covered} ({'; '.join(parts)}); a resource "
+                    "group gets one flavor per pod set",
+                )
+            )
     return out
 
 
@@ -105,18 +123,25 @@ def _matches(adm: Admitted, ps: PodSet, f: ResourceFlavor) -> list[Violation]:
     out = []
     if not ps.placement.matches_flavor(f.node_labels):
         labels = ", ".join(f"{k}={v}" for k, v in sorted(f.node_labels.items()))
-        out.append(Violation(
-            "eligibility.node-labels", adm.key,
-            f"pod set {ps.name}: nodeSelector/affinity excludes flavor {f.name} "
-            f"(nodeLabels {labels})",
-        ))
+        out.append(
+            Violation(
+                "eligibility.node-labels",
+                adm.key,
+                f"pod set {ps.name}: nodeSelector/affinity excludes flavor {f.name} "
+                f"(nodeLabels {labels})",
+            )
+        )
     bad = untolerated(f.node_taints, ps.placement.tolerations + f.tolerations)
     if bad:
         taints = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in bad)
-        out.append(Violation(
-            "eligibility.taints", adm.key,
-            f"pod set {ps.name} does not tolerate taint {taints} of flavor {f.name}",
-        ))
+        out.append(
+            Violation(
+                "eligibility.taints",
+                adm.key,
+                f"pod set {ps.name} does not tolerate taint {taints} "
+                f"of flavor {f.name}",
+            )
+        )
     return out
 
 
@@ -129,18 +154,24 @@ def _tas(
     out = []
     if not wants:
         for name in tas:
-            out.append(Violation(
-                "eligibility.tas", adm.key,
-                f"pod set {ps.name} does not request topology-aware scheduling "
-                f"but flavor {name} is a TAS flavor",
-            ))
+            out.append(
+                Violation(
+                    "eligibility.tas",
+                    adm.key,
+                    f"pod set {ps.name} does not request topology-aware scheduling "
+                    f"but flavor {name} is a TAS flavor",
+                )
+            )
         return out
     if len(tas) > 1:
-        out.append(Violation(
-            "eligibility.tas", adm.key,
-            f"pod set {ps.name} uses several TAS flavors ({', '.join(tas)}); "
-            "a pod set is placed on one topology",
-        ))
+        out.append(
+            Violation(
+                "eligibility.tas",
+                adm.key,
+                f"pod set {ps.name} uses several TAS flavors ({', '.join(tas)}); "
+                "a pod set is placed on one topology",
+            )
+        )
     for r, name in sorted(psa.flavors.items()):
         f = ctx.flavor(name)
         group = cq.group_of(r)
@@ -148,17 +179,23 @@ def _tas(
             continue
         covered = cq.resource_groups[group].covered_resources
         if any(ps.requests.get(c, 0) > 0 or c == "pods" for c in covered):
-            out.append(Violation(
-                "eligibility.tas", adm.key,
-                f"pod set {ps.name} requires topology-aware scheduling but "
-                f"{r} is assigned the non-TAS flavor {name}",
-            ))
+            out.append(
+                Violation(
+                    "eligibility.tas",
+                    adm.key,
+                    f"pod set {ps.name} requires topology-aware scheduling but "
+                    f"{r} is assigned the non-TAS flavor {name}",
+                )
+            )
     if not tas and psa.count > 0 and ctx.needed_resources(cq, ps, psa.count):
-        out.append(Violation(
-            "eligibility.tas", adm.key,
-            f"pod set {ps.name} requires topology-aware scheduling but has "
-            "no TAS flavor",
-        ))
+        out.append(
+            Violation(
+                "eligibility.tas",
+                adm.key,
+                f"pod set {ps.name} requires topology-aware scheduling but has "
+                "no TAS flavor",
+            )
+        )
     for name in tas:
         out += _levels(ctx, adm, ps, name)
     return out
@@ -174,12 +211,15 @@ def _levels(ctx: Context, adm: Admitted, ps: PodSet, flavor: str) -> list[Violat
     asked += [layer.level for layer in req.slices]
     missing = [x for x in asked if x not in topo.levels]
     if missing:
-        return [Violation(
-            "eligibility.topology-levels", adm.key,
-            f"pod set {ps.name} requests topology level {', '.join(missing)} but "
-            f"Topology {topo.name} of flavor {flavor} has levels "
-            f"{', '.join(topo.levels)}",
-        )]
+        return [
+            Violation(
+                "eligibility.topology-levels",
+                adm.key,
+                f"pod set {ps.name} requests topology level {', '.join(missing)} but "
+                f"Topology {topo.name} of flavor {flavor} has levels "
+                f"{', '.join(topo.levels)}",
+            )
+        ]
     # Kueue places slices inside the requested domain and inner slice layers
     # inside outer ones; anything else cannot be placed (§6.2).
     depth = topo.levels.index
@@ -190,9 +230,12 @@ def _levels(ctx: Context, adm: Admitted, ps: PodSet, flavor: str) -> list[Violat
         # inner layers must be strictly deeper than the one around them.
         strict = i > 0 or not outer
         if depth(below) < depth(above) or (strict and depth(below) == depth(above)):
-            return [Violation(
-                "eligibility.topology-levels", adm.key,
-                f"pod set {ps.name}: slice level {below} is not below "
-                f"{above} in Topology {topo.name}, so its slices cannot be placed",
-            )]
+            return [
+                Violation(
+                    "eligibility.topology-levels",
+                    adm.key,
+                    f"pod set {ps.name}: slice level {below} is not below "
+                    f"{above} in Topology {topo.name}, so its slices cannot be placed",
+                )
+            ]
     return []

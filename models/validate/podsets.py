@@ -7,7 +7,7 @@ trust ``resourceUsage``, so it must be exactly requests x count here.
 
 from __future__ import annotations
 
-from models.validate.context import Admitted, Context, Violation, qty
+from placewise.models.validate.context import Admitted, Context, Violation, qty
 
 
 def check(ctx: Context) -> list[Violation]:
@@ -37,11 +37,14 @@ def _names(adm: Admitted) -> list[Violation]:
         problems.append(f"repeated {', '.join(dupes)}")
     if not problems:
         problems.append(f"order {', '.join(got)} differs from spec")
-    return [Violation(
-        "podsets.names", adm.key,
-        f"podSetAssignments must be exactly the spec pod sets "
-        f"[{', '.join(want)}] in order: {'; '.join(problems)}",
-    )]
+    return [
+        Violation(
+            "podsets.names",
+            adm.key,
+            f"podSetAssignments must be exactly the spec pod sets "
+            f"[{', '.join(want)}] in order: {'; '.join(problems)}",
+        )
+    ]
 
 
 def _counts(adm: Admitted) -> list[Violation]:
@@ -56,10 +59,13 @@ def _counts(adm: Admitted) -> list[Violation]:
             why = f"below the spec count {ps.count} and the pod set has no minCount"
         else:
             why = f"below minCount {ps.min_count}"
-        out.append(Violation(
-            "podsets.count", adm.key,
-            f"pod set {ps.name} admitted with count {psa.count}, {why}",
-        ))
+        out.append(
+            Violation(
+                "podsets.count",
+                adm.key,
+                f"pod set {ps.name} admitted with count {psa.count}, {why}",
+            )
+        )
     return out
 
 
@@ -80,9 +86,12 @@ def _usage(ctx: Context, adm: Admitted) -> list[Violation]:
             basis = f"per-pod requests x count {psa.count}"
             if ctx.covers(cq, "pods"):
                 basis += " (plus pods, covered by the ClusterQueue)"
-            out.append(Violation(
-                "podsets.resource-usage", adm.key,
-                f"pod set {ps.name} resourceUsage must be {basis}: "
-                + "; ".join(diffs),
-            ))
+            out.append(
+                Violation(
+                    "podsets.resource-usage",
+                    adm.key,
+                    f"pod set {ps.name} resourceUsage must be {basis}: "
+                    + "; ".join(diffs),
+                )
+            )
     return out

@@ -10,10 +10,10 @@ checked here; any set the policy permits is feasible.
 
 from __future__ import annotations
 
-from models.cluster import ClusterQueue
-from models.plan import PlanPreemption
-from models.validate.context import Context, FlavorResource, Violation
-from models.validate.quota import (
+from placewise.models.cluster import ClusterQueue
+from placewise.models.plan import PlanPreemption
+from placewise.models.validate.context import Context, FlavorResource, Violation
+from placewise.models.validate.quota import (
     Amounts,
     NodeId,
     QuotaTree,
@@ -23,7 +23,7 @@ from models.validate.quota import (
     final_usage,
     running_usage,
 )
-from models.workload import Workload
+from placewise.models.workload import Workload
 
 
 def check(ctx: Context) -> list[Violation]:
@@ -71,20 +71,28 @@ class _Checker:
         blocked = snap.blocked_reason(w)
         if cq is None or blocked is not None:
             why = blocked or f"ClusterQueue {cq_name} doesn't exist"
-            return [self._v("preemption.scope", victim,
-                            f"preemptor {w.key} cannot be admitted: {why}")]
+            return [
+                self._v(
+                    "preemption.scope",
+                    victim,
+                    f"preemptor {w.key} cannot be admitted: {why}",
+                )
+            ]
         assert victim.admission is not None
         vcq = victim.admission.cluster_queue
         same = vcq == cq.name
         out = self._reason(victim, pre, cq, vcq)
         frs = self._frs(w, cq)
         if not set(victim.usage()) & frs:
-            out.append(self._v(
-                "preemption.no-shared-resource", victim,
-                f"shares no flavor-resource with preemptor {w.key} "
-                f"(victim uses {_frs_text(set(victim.usage()))}; preemptor "
-                f"{'uses' if adm else 'could use'} {_frs_text(frs)})",
-            ))
+            out.append(
+                self._v(
+                    "preemption.no-shared-resource",
+                    victim,
+                    f"shares no flavor-resource with preemptor {w.key} "
+                    f"(victim uses {_frs_text(set(victim.usage()))}; preemptor "
+                    f"{'uses' if adm else 'could use'} {_frs_text(frs)})",
+                )
+            )
         if same:
             return out + self._within(victim, w, cq)
         return out + self._cohort(victim, w, cq, frs, adm is not None)
@@ -92,26 +100,34 @@ class _Checker:
     def _v(self, rule: str, victim: Workload, message: str) -> Violation:
         return Violation(rule, victim.key, message)
 
-    def _reason(self, victim: Workload, pre: PlanPreemption, cq: ClusterQueue,
-                vcq: str) -> list[Violation]:
+    def _reason(
+        self, victim: Workload, pre: PlanPreemption, cq: ClusterQueue, vcq: str
+    ) -> list[Violation]:
         same = vcq == cq.name
         if same != (pre.reason == "InClusterQueue"):
             where = (
                 f"the preemptor's own ClusterQueue {vcq}, which calls for "
-                "InClusterQueue" if same
+                "InClusterQueue"
+                if same
                 else f"ClusterQueue {vcq}, not the preemptor's {cq.name}"
             )
-            return [self._v(
-                "preemption.reason", victim,
-                f"reason {pre.reason} but the victim is in {where}",
-            )]
+            return [
+                self._v(
+                    "preemption.reason",
+                    victim,
+                    f"reason {pre.reason} but the victim is in {where}",
+                )
+            ]
         policy = cq.preemption.borrow_within_cohort.policy
         if pre.reason == "InCohortReclaimWhileBorrowing" and policy == "Never":
-            return [self._v(
-                "preemption.reason", victim,
-                f"reason InCohortReclaimWhileBorrowing but ClusterQueue {cq.name} "
-                "has borrowWithinCohort policy Never",
-            )]
+            return [
+                self._v(
+                    "preemption.reason",
+                    victim,
+                    f"reason InCohortReclaimWhileBorrowing but ClusterQueue {cq.name} "
+                    "has borrowWithinCohort policy Never",
+                )
+            ]
         return []
 
     def _frs(self, w: Workload, cq: ClusterQueue) -> set[FlavorResource]:
@@ -137,50 +153,71 @@ class _Checker:
         newer = w.queue_order_timestamp < victim.queue_order_timestamp
         if policy == "LowerOrNewerEqualPriority" and (pv < pw or (pv == pw and newer)):
             return []
-        return [self._v(
-            "preemption.policy", victim,
-            f"ClusterQueue {cq.name} has withinClusterQueue {policy}, which does "
-            f"not let {w.key} (priority {pw}) preempt it (priority {pv}"
-            f"{', not newer' if policy == 'LowerOrNewerEqualPriority' else ''})",
-        )]
+        return [
+            self._v(
+                "preemption.policy",
+                victim,
+                f"ClusterQueue {cq.name} has withinClusterQueue {policy}, which does "
+                f"not let {w.key} (priority {pw}) preempt it (priority {pv}"
+                f"{', not newer' if policy == 'LowerOrNewerEqualPriority' else ''})",
+            )
+        ]
 
-    def _cohort(self, victim: Workload, w: Workload, cq: ClusterQueue,
-                frs: set[FlavorResource], admitted: bool) -> list[Violation]:
+    def _cohort(
+        self,
+        victim: Workload,
+        w: Workload,
+        cq: ClusterQueue,
+        frs: set[FlavorResource],
+        admitted: bool,
+    ) -> list[Violation]:
         assert victim.admission is not None
         vcq = victim.admission.cluster_queue
         mine, theirs = self.tree.path(("cq", cq.name)), self.tree.path(("cq", vcq))
         if mine[-1] != theirs[-1] or len(mine) == 1:
-            return [self._v(
-                "preemption.scope", victim,
-                f"in ClusterQueue {vcq}, outside the cohort tree of the "
-                f"preemptor's ClusterQueue {cq.name}",
-            )]
+            return [
+                self._v(
+                    "preemption.scope",
+                    victim,
+                    f"in ClusterQueue {vcq}, outside the cohort tree of the "
+                    f"preemptor's ClusterQueue {cq.name}",
+                )
+            ]
         if not self.ctx.snap.is_active(vcq):
-            return [self._v(
-                "preemption.scope", victim,
-                f"in inactive ClusterQueue {vcq}, whose workloads are never "
-                "preemption candidates",
-            )]
+            return [
+                self._v(
+                    "preemption.scope",
+                    victim,
+                    f"in inactive ClusterQueue {vcq}, whose workloads are never "
+                    "preemption candidates",
+                )
+            ]
         out = []
         pv, pw = victim.priority, w.priority
         policy = cq.preemption.reclaim_within_cohort
         if policy == "Never" or (policy == "LowerPriority" and pv >= pw):
-            out.append(self._v(
-                "preemption.policy", victim,
-                f"ClusterQueue {cq.name} has reclaimWithinCohort {policy}, which "
-                f"does not let {w.key} (priority {pw}) preempt it in ClusterQueue "
-                f"{vcq} (priority {pv})",
-            ))
+            out.append(
+                self._v(
+                    "preemption.policy",
+                    victim,
+                    f"ClusterQueue {cq.name} has reclaimWithinCohort {policy}, which "
+                    f"does not let {w.key} (priority {pw}) preempt it in ClusterQueue "
+                    f"{vcq} (priority {pv})",
+                )
+            )
         lca = next(n for n in mine if n in theirs)
         below = theirs[: theirs.index(lca)]
         lenders = [n for n in below if not self._borrowing(n, frs)]
         if lenders:
-            out.append(self._v(
-                "preemption.not-borrowing", victim,
-                f"{_name(lenders[0])} is within its quota on the flavor-resources "
-                f"{w.key} needs, so its workloads cannot be reclaimed",
-            ))
-        if admitted and self._borrows_at_end(cq, w, mine[1: mine.index(lca)]):
+            out.append(
+                self._v(
+                    "preemption.not-borrowing",
+                    victim,
+                    f"{_name(lenders[0])} is within its quota on the flavor-resources "
+                    f"{w.key} needs, so its workloads cannot be reclaimed",
+                )
+            )
+        if admitted and self._borrows_at_end(cq, w, mine[1 : mine.index(lca)]):
             out += self._borrow_policy(victim, w, cq)
         return out
 
@@ -217,13 +254,16 @@ class _Checker:
             all(t[b].usage <= t[b].subtree for t in table.values()) for b in between
         )
 
-    def _borrow_policy(self, victim: Workload, w: Workload,
-                       cq: ClusterQueue) -> list[Violation]:
+    def _borrow_policy(
+        self, victim: Workload, w: Workload, cq: ClusterQueue
+    ) -> list[Violation]:
         bwc = cq.preemption.borrow_within_cohort
         pv, pw = victim.priority, w.priority
         threshold = bwc.max_priority_threshold
-        if bwc.policy == "LowerPriority" and pv < pw and (
-            threshold is None or pv <= threshold
+        if (
+            bwc.policy == "LowerPriority"
+            and pv < pw
+            and (threshold is None or pv <= threshold)
         ):
             return []
         if bwc.policy == "Never":
@@ -232,11 +272,14 @@ class _Checker:
             why = f"its priority {pv} is not below the preemptor's {pw}"
         else:
             why = f"its priority {pv} is above maxPriorityThreshold {threshold}"
-        return [self._v(
-            "preemption.policy", victim,
-            f"preemptor {w.key} borrows in ClusterQueue {cq.name} after the "
-            f"plan, so only borrowWithinCohort may reclaim, and {why}",
-        )]
+        return [
+            self._v(
+                "preemption.policy",
+                victim,
+                f"preemptor {w.key} borrows in ClusterQueue {cq.name} after the "
+                f"plan, so only borrowWithinCohort may reclaim, and {why}",
+            )
+        ]
 
 
 def _name(node: NodeId) -> str:

@@ -18,11 +18,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from models.cluster import ResourceQuota
-from models.quantity import is_unlimited
-from models.snapshot import Snapshot
-from models.validate.context import Admitted, Context, FlavorResource, Violation, qty
-from models.workload import PodSetAssignment, Workload
+from placewise.models.cluster import ResourceQuota
+from placewise.models.quantity import is_unlimited
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate.context import (
+    Admitted,
+    Context,
+    FlavorResource,
+    Violation,
+    qty,
+)
+from placewise.models.workload import PodSetAssignment, Workload
 
 NodeId = tuple[str, str]
 """("cq" | "cohort", name): one node of a cohort tree."""
@@ -55,8 +61,11 @@ def assignment_usage(
     return out
 
 
-def add_usage(acc: dict[str, dict[FlavorResource, int]], cq: str,
-              usage: Mapping[FlavorResource, int]) -> None:
+def add_usage(
+    acc: dict[str, dict[FlavorResource, int]],
+    cq: str,
+    usage: Mapping[FlavorResource, int],
+) -> None:
     per = acc.setdefault(cq, {})
     for fr, v in usage.items():
         per[fr] = per.get(fr, 0) + v
@@ -128,7 +137,8 @@ class QuotaTree:
     def quota(self, node: NodeId, fr: FlavorResource) -> ResourceQuota | None:
         kind, name = node
         owner = (
-            self.snap.cluster_queues.get(name) if kind == "cq"
+            self.snap.cluster_queues.get(name)
+            if kind == "cq"
             else self.snap.cohorts.get(name)
         )
         return owner.quota(*fr) if owner is not None else None
@@ -171,8 +181,13 @@ class _Breach:
     bound: int
 
 
-def breaches(tree: QuotaTree, root: NodeId, fr: FlavorResource, usage: Usage,
-             lending: bool = True) -> list[_Breach]:
+def breaches(
+    tree: QuotaTree,
+    root: NodeId,
+    fr: FlavorResource,
+    usage: Usage,
+    lending: bool = True,
+) -> list[_Breach]:
     """Nodes of one tree where the linear form fails for ``fr``."""
     amounts = tree.amounts(root, fr, usage, lending)
     out = []
@@ -246,7 +261,8 @@ def check(ctx: Context) -> list[Violation]:
         for fr in sorted(frs):
             for b in breaches(tree, root, fr, after):
                 culprits = sorted(
-                    key for cq in tree.queues_under[b.node]
+                    key
+                    for cq in tree.queues_under[b.node]
                     for key in added.get(cq, {}).get(fr, [])
                 )
                 # Removing usage never breaks the linear form (U is monotone),
@@ -254,7 +270,8 @@ def check(ctx: Context) -> list[Violation]:
                 # nor is one the plan leaves no worse at that node (an
                 # admission inside a queue's lending-private quota).
                 if culprits and _measure(tree, root, b, after) > _measure(
-                        tree, root, b, before):
+                    tree, root, b, before
+                ):
                     out.append(_violation(tree, root, b, culprits, after))
     return out
 
@@ -269,38 +286,48 @@ def _name(node: NodeId) -> str:
     return f"{'ClusterQueue' if node[0] == 'cq' else 'cohort'} {node[1]}"
 
 
-def _violation(tree: QuotaTree, root: NodeId, b: _Breach, culprits: list[str],
-               usage: Usage) -> Violation:
+def _violation(
+    tree: QuotaTree, root: NodeId, b: _Breach, culprits: list[str], usage: Usage
+) -> Violation:
     flavor, r = b.fr
     over = qty(r, b.usage - b.bound)
     what = f"{r} in flavor {flavor}"
     if b.kind == "borrowing-limit":
         q = tree.quota(b.node, b.fr)
         assert q is not None and q.borrowing_limit is not None
-        used = f"usage of {what}" if b.node[0] == "cq" else (
-            f"{what} its subtree counts against it")
+        used = (
+            f"usage of {what}"
+            if b.node[0] == "cq"
+            else (f"{what} its subtree counts against it")
+        )
         return Violation(
-            "quota.borrowing-limit", ", ".join(culprits),
+            "quota.borrowing-limit",
+            ", ".join(culprits),
             f"{_name(b.node)}: {used} would be {qty(r, b.usage)}, above "
             f"its quota plus borrowingLimit {qty(r, q.borrowing_limit)} "
             f"({qty(r, b.bound)}) by {over}",
         )
     if b.node[0] == "cq":
         return Violation(
-            "quota.nominal", ", ".join(culprits),
+            "quota.nominal",
+            ", ".join(culprits),
             f"{_name(b.node)} (no cohort): usage of {what} would be "
             f"{qty(r, b.usage)}, above its nominalQuota {qty(r, b.bound)} by {over}",
         )
-    if not any(x.node == root and x.kind == "root"
-               for x in breaches(tree, root, b.fr, usage, lending=False)):
+    if not any(
+        x.node == root and x.kind == "root"
+        for x in breaches(tree, root, b.fr, usage, lending=False)
+    ):
         return Violation(
-            "quota.lending-limit", ", ".join(culprits),
+            "quota.lending-limit",
+            ", ".join(culprits),
             f"{_name(root)}: usage of {what} beyond the queues' private quota "
             f"would be {qty(r, b.usage)} but lendingLimits leave only "
             f"{qty(r, b.bound)} to share, short by {over}",
         )
     return Violation(
-        "quota.cohort", ", ".join(culprits),
+        "quota.cohort",
+        ", ".join(culprits),
         f"{_name(root)}: usage of {what} across the cohort tree would be "
         f"{qty(r, b.usage)}, above the tree's quota {qty(r, b.bound)} by {over}",
     )

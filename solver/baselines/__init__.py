@@ -4,17 +4,25 @@ Each is a real policy that produces a validated Plan from a Snapshot:
 ``kube-default`` (Kueue quota admission, then kube-scheduler's default
 pod-by-pod scoring, no gangs) and ``binpack-gang`` (gang all-or-nothing
 with best-fit binpacking, the Volcano style).  The Kueue-compatible greedy
-(``solver.greedy``) is the third baseline and lives on its own.
+(``placewise.solver.greedy``) is the third baseline and lives on its own.
 """
 
-from solver.baselines.binpack_gang import BinpackGangScheduler as BinpackGangScheduler
-from solver.baselines.binpack_gang import run_binpack_gang as run_binpack_gang
-from solver.baselines.binpack_gang import solve_binpack_gang as solve_binpack_gang
-from solver.baselines.common import BaselineOutcome as BaselineOutcome
-from solver.baselines.common import PartialGang as PartialGang
-from solver.baselines.kube_default import KubeDefaultScheduler as KubeDefaultScheduler
-from solver.baselines.kube_default import run_kube_default as run_kube_default
-from solver.baselines.kube_default import solve_kube_default as solve_kube_default
+from placewise.solver.baselines.binpack_gang import (
+    BinpackGangScheduler as BinpackGangScheduler,
+)
+from placewise.solver.baselines.binpack_gang import run_binpack_gang as run_binpack_gang
+from placewise.solver.baselines.binpack_gang import (
+    solve_binpack_gang as solve_binpack_gang,
+)
+from placewise.solver.baselines.common import BaselineOutcome as BaselineOutcome
+from placewise.solver.baselines.common import PartialGang as PartialGang
+from placewise.solver.baselines.kube_default import (
+    KubeDefaultScheduler as KubeDefaultScheduler,
+)
+from placewise.solver.baselines.kube_default import run_kube_default as run_kube_default
+from placewise.solver.baselines.kube_default import (
+    solve_kube_default as solve_kube_default,
+)
 
 BASELINES = ("kube-default", "binpack-gang")
 """Names as ``SolverInfo.name`` and ``--solver`` spell them."""
@@ -22,7 +30,7 @@ BASELINES = ("kube-default", "binpack-gang")
 
 def run_baseline(name: str, snapshot: object, seed: int = 0) -> BaselineOutcome:
     """Dispatch by name (``kube-default`` or ``binpack-gang``)."""
-    from models.snapshot import Snapshot
+    from placewise.models.snapshot import Snapshot
 
     assert isinstance(snapshot, Snapshot)
     if name == "kube-default":

@@ -5,7 +5,7 @@ The style of a batch scheduler such as Volcano with its ``gang`` and
 pod of a job is allocated tentatively, and the whole allocation is kept only
 if the job reaches its minimum (``minCount``, else every pod) — otherwise it
 is discarded and the nodes are free for the next job.  Quota is admitted as
-a ClusterQueue would (see :mod:`solver.baselines.common`); a job that does
+a ClusterQueue would (see :mod:`placewise.solver.baselines.common`); a job that does
 not fit its first quota-fitting flavor tries the next one, as a gang
 scheduler re-tries a job on every eligible node pool.
 
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.cluster import ClusterQueue
-from models.plan import Plan
-from models.snapshot import Snapshot
-from models.workload import PodSet, Workload
-from solver.baselines.common import (
+from placewise.models.cluster import ClusterQueue
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSet, Workload
+from placewise.solver.baselines.common import (
     ACCELERATORS,
     BaselineOutcome,
     BaselineScheduler,
@@ -115,8 +115,10 @@ class BinpackGangScheduler(BaselineScheduler):
             s_level, size = leaf_level, 1
         fit = np.where(mask, np.minimum(self.fit_counts(free, vec), count), 0)
         req, pref = ps.topology.required, ps.topology.preferred
-        level = levels.index(req) if req in levels else (
-            levels.index(pref) if pref in levels else None
+        level = (
+            levels.index(req)
+            if req in levels
+            else (levels.index(pref) if pref in levels else None)
         )
         want = count - count % size
         low = -(-floor // size) * size
@@ -126,7 +128,8 @@ class BinpackGangScheduler(BaselineScheduler):
         elif level is not None:
             units = self._units(fi, fit, s_level, size)
             cap = np.bincount(
-                fi.domain_of[level][units[0]], weights=units[1] * size,
+                fi.domain_of[level][units[0]],
+                weights=units[1] * size,
                 minlength=tree.sizes[level],
             ).astype(np.int64)
             full = np.flatnonzero(cap >= want)
@@ -137,9 +140,7 @@ class BinpackGangScheduler(BaselineScheduler):
                 want = int(cap[domain])
             elif req is not None:
                 best = int(cap.max()) if cap.size else 0
-                return (
-                    f"no {req} domain holds {low} pod(s) (largest holds {best})"
-                )
+                return f"no {req} domain holds {low} pod(s) (largest holds {best})"
             else:
                 domain = -1  # preferred: no single domain, use the whole cluster
             if domain >= 0:

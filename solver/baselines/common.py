@@ -6,10 +6,10 @@ as a ClusterQueue would allow it, otherwise a baseline could look better
 than Kueue by ignoring quota.  :class:`BaselineScheduler` therefore owns the
 walk over pending workloads (one global priority, then queue-time order;
 StrictFIFO queues block behind their first failure), flavor candidates
-(eligibility from :mod:`solver.eligibility`, resource-group order,
-``whenCanBorrow``), quota fit on :class:`solver.quota.QuotaTree` (with
+(eligibility from :mod:`placewise.solver.eligibility`, resource-group order,
+``whenCanBorrow``), quota fit on :class:`placewise.solver.quota.QuotaTree` (with
 Kueue's partial admission down to ``minCount``), node capacity on
-:class:`solver.tas.TasState`, and turning decisions into a Plan.  A
+:class:`placewise.solver.tas.TasState`, and turning decisions into a Plan.  A
 subclass only says where pods go (:meth:`BaselineScheduler.place`).
 
 Baselines never preempt: neither kube-scheduler's default profile (for
@@ -28,20 +28,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from models.cluster import ClusterQueue
-from models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
-from models.snapshot import Snapshot
-from models.workload import (
+from placewise.models.cluster import ClusterQueue
+from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import (
     PodSet,
     PodSetAssignment,
     TopologyAssignment,
     TopologyDomain,
     Workload,
 )
-from solver.eligibility import flavor_rejection, requests_tas
-from solver.quota import FR, QuotaTree
-from solver.tas import FlavorTree, TasState
-from solver.tas.types import CAP, PODS
+from placewise.solver.eligibility import flavor_rejection, requests_tas
+from placewise.solver.quota import FR, QuotaTree
+from placewise.solver.tas import FlavorTree, TasState
+from placewise.solver.tas.types import CAP, PODS
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -249,7 +249,10 @@ class BaselineScheduler(ABC):
         return out
 
     def usage_of(
-        self, cq: ClusterQueue, w: Workload, flavors: Mapping[int, str],
+        self,
+        cq: ClusterQueue,
+        w: Workload,
+        flavors: Mapping[int, str],
         counts: Sequence[int],
     ) -> dict[FR, int]:
         out: dict[FR, int] = {}
@@ -514,7 +517,10 @@ class BaselineScheduler(ABC):
         return TopologyAssignment(levels=tree.assignment_levels, domains=domains)
 
     def topology_failure(
-        self, fi: FlavorIndex, ps: PodSet, leaf_pods: Mapping[int, int],
+        self,
+        fi: FlavorIndex,
+        ps: PodSet,
+        leaf_pods: Mapping[int, int],
         group_domain: tuple[int, int] | None = None,
     ) -> str | None:
         """Why a placement breaks the pod set's required level or slices.

@@ -7,7 +7,7 @@ fits nowhere simply stays Pending while its siblings keep their nodes.  The
 plan can therefore admit only the workloads whose pods *all* landed (or at
 least ``minCount`` of them, for elastic jobs); the others are pending in the
 plan but, as in a real cluster, still hold their quota reservation and the
-nodes their bound pods took (:class:`~solver.baselines.common.PartialGang`).
+nodes their bound pods took (:class:`~placewise.solver.baselines.common.PartialGang`).
 
 Scoring, per pod, over every feasible node (kube-scheduler scores a sample
 of nodes on large clusters; scoring all of them is the kinder assumption):
@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.cluster import ClusterQueue
-from models.plan import Plan
-from models.snapshot import Snapshot
-from models.workload import PodSet, Workload
-from solver.baselines.common import (
+from placewise.models.cluster import ClusterQueue
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSet, Workload
+from placewise.solver.baselines.common import (
     BaselineOutcome,
     BaselineScheduler,
     FlavorChoice,
@@ -110,15 +110,18 @@ class KubeDefaultScheduler(BaselineScheduler):
         levels = tree.levels
         required = (
             levels.index(ps.topology.required)
-            if ps.topology.required in levels else None
+            if ps.topology.required in levels
+            else None
         )
         preferred = (
             levels.index(ps.topology.preferred)
-            if ps.topology.preferred in levels else None
+            if ps.topology.preferred in levels
+            else None
         )
         layers = [
             (levels.index(layer.level), layer.size)
-            for layer in ps.topology.slices if layer.level in levels
+            for layer in ps.topology.slices
+            if layer.level in levels
         ]
         gang_domain = None
         if group_domain is not None and group_domain[0] == required:

@@ -1,7 +1,7 @@
 """Joint CP-SAT optimizer (``--solver cpsat``)."""
 
-from solver.cpsat.model import CpSatParams as CpSatParams
-from solver.cpsat.objective import Policy as Policy
-from solver.cpsat.solve import solve_cpsat as solve_cpsat
+from placewise.solver.cpsat.model import CpSatParams as CpSatParams
+from placewise.solver.cpsat.objective import Policy as Policy
+from placewise.solver.cpsat.solve import solve_cpsat as solve_cpsat
 
 __all__ = ["CpSatParams", "Policy", "solve_cpsat"]

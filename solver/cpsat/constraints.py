@@ -14,10 +14,10 @@ from math import gcd
 
 from ortools.sat.python import cp_model
 
-from models.quantity import UNLIMITED
-from solver.cpsat.data import PODS, ModelData
-from solver.cpsat.variables import Variables
-from solver.quota import FR, QuotaNode
+from placewise.models.quantity import UNLIMITED
+from placewise.solver.cpsat.data import PODS, ModelData
+from placewise.solver.cpsat.variables import Variables
+from placewise.solver.quota import FR, QuotaNode
 
 LinearTerms = list[tuple[int, cp_model.IntVar]]
 

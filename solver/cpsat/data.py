@@ -17,17 +17,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from models.cluster import HOSTNAME_LABEL, ClusterQueue
-from models.plan import PlanAdmission, PlanPreemption
-from models.quantity import UNLIMITED
-from models.scheduling import untolerated
-from models.snapshot import Snapshot
-from models.workload import Admission, PodSet, Workload
-from solver.baselines.common import queue_order
-from solver.eligibility import flavor_rejection, requests_tas
-from solver.greedy.preemption import satisfies_policy
-from solver.greedy.state import WlInfo, running_info
-from solver.quota import FR, QuotaNode, QuotaTree
+from placewise.models.cluster import HOSTNAME_LABEL, ClusterQueue
+from placewise.models.plan import PlanAdmission, PlanPreemption
+from placewise.models.quantity import UNLIMITED
+from placewise.models.scheduling import untolerated
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import Admission, PodSet, Workload
+from placewise.solver.baselines.common import queue_order
+from placewise.solver.eligibility import flavor_rejection, requests_tas
+from placewise.solver.greedy.preemption import satisfies_policy
+from placewise.solver.greedy.state import WlInfo, running_info
+from placewise.solver.quota import FR, QuotaNode, QuotaTree
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -19,16 +19,16 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
-from models.plan import Plan
-from models.snapshot import Snapshot
-from solver.cpsat.data import (
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.data import (
     ModelData,
     admitted_info,
     compile_data,
     derive,
     residual_candidates,
 )
-from solver.greedy.state import WlInfo
+from placewise.solver.greedy.state import WlInfo
 
 log = logging.getLogger("placewise.cpsat")
 

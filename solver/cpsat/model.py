@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from models.plan import Plan
-from solver.cpsat.constraints import Constraints
-from solver.cpsat.data import ModelData
-from solver.cpsat.objective import Objective, Policy, Terms, primary_vector
-from solver.cpsat.plan_io import decisions_from_plan, fallback, plan_from_values
-from solver.cpsat.variables import Variables
+from placewise.models.plan import Plan
+from placewise.solver.cpsat.constraints import Constraints
+from placewise.solver.cpsat.data import ModelData
+from placewise.solver.cpsat.objective import Objective, Policy, Terms, primary_vector
+from placewise.solver.cpsat.plan_io import (
+    decisions_from_plan,
+    fallback,
+    plan_from_values,
+)
+from placewise.solver.cpsat.variables import Variables
 
 log = logging.getLogger("placewise.cpsat")
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import yaml
 from ortools.sat.python import cp_model
 
-from models.plan import Plan
-from models.snapshot import Snapshot
-from solver.cpsat.constraints import Constraints
-from solver.cpsat.data import PODS, ModelData
-from solver.cpsat.variables import Variables
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.constraints import Constraints
+from placewise.solver.cpsat.data import PODS, ModelData
+from placewise.solver.cpsat.variables import Variables
 
 Terms = list[tuple[int, cp_model.IntVar]]
 STAGE_RANGE = 1 << 60

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from models.plan import Plan, PlanAdmission, PlanPending, PlanPreemption, SolverInfo
-from models.workload import PodSetAssignment, TopologyAssignment, TopologyDomain
-from solver.cpsat.constraints import Constraints
-from solver.cpsat.data import PODS, ModelData
-from solver.cpsat.variables import Variables
+from placewise.models.plan import (
+    Plan,
+    PlanAdmission,
+    PlanPending,
+    PlanPreemption,
+    SolverInfo,
+)
+from placewise.models.workload import (
+    PodSetAssignment,
+    TopologyAssignment,
+    TopologyDomain,
+)
+from placewise.solver.cpsat.constraints import Constraints
+from placewise.solver.cpsat.data import PODS, ModelData
+from placewise.solver.cpsat.variables import Variables
 
 
 def fallback(

@@ -13,19 +13,19 @@ from __future__ import annotations
 import logging
 import time
 
-from models.plan import Plan
-from models.snapshot import Snapshot
-from solver.cpsat.data import (
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.data import (
     ModelData,
     admitted_info,
     compile_data,
     residual_candidates,
 )
-from solver.cpsat.lns import improve
-from solver.cpsat.model import CPModel, CpSatParams
-from solver.cpsat.plan_io import fallback
-from solver.eligibility import requests_tas
-from solver.greedy.solver import outcome_to_plan, run_greedy
+from placewise.solver.cpsat.lns import improve
+from placewise.solver.cpsat.model import CPModel, CpSatParams
+from placewise.solver.cpsat.plan_io import fallback
+from placewise.solver.eligibility import requests_tas
+from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 
 log = logging.getLogger("placewise.cpsat")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solver.cpsat.data import ModelData, PodSetData, leaf_fits
+from placewise.solver.cpsat.data import ModelData, PodSetData, leaf_fits
 
 
 @dataclass(slots=True)

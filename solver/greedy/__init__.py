@@ -1,5 +1,5 @@
 """Kueue-compatible greedy scheduler (``--solver greedy``)."""
 
-from solver.greedy.solver import solve_greedy as solve_greedy
+from placewise.solver.greedy.solver import solve_greedy as solve_greedy
 
 __all__ = ["solve_greedy"]

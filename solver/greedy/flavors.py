@@ -15,21 +15,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from models.cluster import ClusterQueue
-from models.quantity import format_units
-from models.snapshot import Snapshot
-from models.workload import PodSet, TopologyAssignment
-from solver.eligibility import flavor_rejection, requests_tas, tas_only
-from solver.greedy.modes import (
+from placewise.models.cluster import ClusterQueue
+from placewise.models.quantity import format_units
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSet, TopologyAssignment
+from placewise.solver.eligibility import flavor_rejection, requests_tas, tas_only
+from placewise.solver.greedy.modes import (
     GranularMode,
     Mode,
     PreemptionMode,
     is_preferred,
     should_try_next,
 )
-from solver.greedy.state import ClusterState, TasUsage, WlInfo
-from solver.quota import FR
-from solver.tas import TasPodSetRequest, TasResult
+from placewise.solver.greedy.state import ClusterState, TasUsage, WlInfo
+from placewise.solver.quota import FR
+from placewise.solver.tas import TasPodSetRequest, TasResult
 
 Oracle = Callable[[WlInfo, FR, int], tuple[PreemptionMode, int]]
 """Simulated preemption for one flavor-resource: (possibility, borrow after)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
-from models.cluster import FlavorFungibility
+from placewise.models.cluster import FlavorFungibility
 
 
 class Mode(IntEnum):

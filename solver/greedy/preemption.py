@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from models.cluster import ClusterQueue
-from solver.greedy.state import ClusterState, WlInfo
-from solver.quota import FR, QuotaNode, cq_id
+from placewise.models.cluster import ClusterQueue
+from placewise.solver.greedy.state import ClusterState, WlInfo
+from placewise.solver.quota import FR, QuotaNode, cq_id
 
 """A missing QuotaReserved time sorts as "now", i.e. the most recent."""
 

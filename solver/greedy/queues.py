@@ -11,8 +11,8 @@ from __future__ import annotations
 import heapq
 from enum import Enum
 
-from models.cluster import ClusterQueue
-from solver.greedy.state import WlInfo
+from placewise.models.cluster import ClusterQueue
+from placewise.solver.greedy.state import WlInfo
 
 
 class Requeue(Enum):
@@ -30,9 +30,21 @@ IMMEDIATE = {Requeue.FAILED_AFTER_NOMINATION, Requeue.PENDING_PREEMPTION}
 def shape_of(info: WlInfo) -> tuple[object, ...]:
     """Kueue's scheduling equivalence hash: what decides admission, not identity."""
     w = info.obj
-    return (info.cq, w.priority, tuple(
-        (ps.name, ps.count, ps.min_count, tuple(sorted(ps.requests.items())),
-         ps.topology, ps.placement) for ps in w.pod_sets))
+    return (
+        info.cq,
+        w.priority,
+        tuple(
+            (
+                ps.name,
+                ps.count,
+                ps.min_count,
+                tuple(sorted(ps.requests.items())),
+                ps.topology,
+                ps.placement,
+            )
+            for ps in w.pod_sets
+        ),
+    )
 
 
 def queue_key(info: WlInfo) -> tuple[int, float, str, str]:
@@ -86,8 +98,11 @@ class PendingQueue:
     def park_equivalent(self, info: WlInfo) -> list[WlInfo]:
         """SchedulingEquivalenceHashing: a NoFit shape parks its twins too."""
         shape = shape_of(info)
-        twins = [w for w in self.active.values()
-                 if w.key != info.key and shape_of(w) == shape]
+        twins = [
+            w
+            for w in self.active.values()
+            if w.key != info.key and shape_of(w) == shape
+        ]
         for w in twins:
             del self.active[w.key]
             self.parked[w.key] = w

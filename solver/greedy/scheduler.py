@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from models.snapshot import Snapshot
-from models.workload import PodSetAssignment
-from solver.greedy.flavors import Assignment, FlavorAssigner
-from solver.greedy.modes import Mode, PreemptionMode
-from solver.greedy.preemption import Preemptor, Target
-from solver.greedy.queues import PendingQueue, Requeue
-from solver.greedy.state import ClusterState, TasUsage, WlInfo, admission_frs
-from solver.quota import FR
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSetAssignment
+from placewise.solver.greedy.flavors import Assignment, FlavorAssigner
+from placewise.solver.greedy.modes import Mode, PreemptionMode
+from placewise.solver.greedy.preemption import Preemptor, Target
+from placewise.solver.greedy.queues import PendingQueue, Requeue
+from placewise.solver.greedy.state import ClusterState, TasUsage, WlInfo, admission_frs
+from placewise.solver.quota import FR
 
 
 class Status(Enum):
@@ -130,7 +130,8 @@ class GreedyScheduler:
                 if parked and e.requeue in (Requeue.NO_FIT, Requeue.NO_CANDIDATES):
                     for twin in queue.park_equivalent(e.info):
                         self.outcome.reasons[twin.key] = (
-                            f"{e.message} (same shape as {e.info.key})")
+                            f"{e.message} (same shape as {e.info.key})"
+                        )
         self._end_cycle(preempted)
         return progress
 
@@ -181,8 +182,12 @@ class GreedyScheduler:
             found = fa.state.tas.find_workload_assignments(requests, quiet=True)
             if found.assignments is None:
                 return None
-            return frozenset(d.values[-1] for ta in found.assignments.values()
-                             for d in ta.domains if d.values)
+            return frozenset(
+                d.values[-1]
+                for ta in found.assignments.values()
+                for d in ta.domains
+                if d.values
+            )
 
         return self.preemptor.get_targets(
             fa.wl,

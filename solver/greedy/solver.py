@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import time
 
-from models.plan import Plan, PlanAdmission, PlanPending, PlanPreemption, SolverInfo
-from models.snapshot import Snapshot
-from solver.greedy.scheduler import GreedyScheduler, Outcome
+from placewise.models.plan import (
+    Plan,
+    PlanAdmission,
+    PlanPending,
+    PlanPreemption,
+    SolverInfo,
+)
+from placewise.models.snapshot import Snapshot
+from placewise.solver.greedy.scheduler import GreedyScheduler, Outcome
 
 
 def run_greedy(snapshot: Snapshot, cycles: int | None = None) -> Outcome:

@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from models.snapshot import Snapshot
-from models.workload import PodSetAssignment, TopologyAssignment, Workload
-from solver.quota import FR, QuotaTree
-from solver.tas import TasState
-from solver.tas.state import Prepared
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSetAssignment, TopologyAssignment, Workload
+from placewise.solver.quota import FR, QuotaTree
+from placewise.solver.tas import TasState
+from placewise.solver.tas.state import Prepared
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@
 scheduler and the CP-SAT optimizer both place pod sets through it.
 """
 
-from solver.tas.state import TasState as TasState
-from solver.tas.tree import FlavorTree as FlavorTree
-from solver.tas.types import TasPodSetRequest as TasPodSetRequest
-from solver.tas.types import TasResult as TasResult
+from placewise.solver.tas.state import TasState as TasState
+from placewise.solver.tas.tree import FlavorTree as FlavorTree
+from placewise.solver.tas.types import TasPodSetRequest as TasPodSetRequest
+from placewise.solver.tas.types import TasResult as TasResult

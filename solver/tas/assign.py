@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from models.scheduling import Toleration
-from models.workload import TopologyAssignment, TopologyDomain
-from solver.tas.capacity import Demand, Free
-from solver.tas.counts import fill_counts, resource_exclusions
-from solver.tas.messages import Exclusions, multi_layer_not_fit, not_fit
-from solver.tas.placement import descend, find_level
-from solver.tas.request import interpret
-from solver.tas.tree import FlavorTree
-from solver.tas.types import TasPodSetRequest
+from placewise.models.scheduling import Toleration
+from placewise.models.workload import TopologyAssignment, TopologyDomain
+from placewise.solver.tas.capacity import Demand, Free
+from placewise.solver.tas.counts import fill_counts, resource_exclusions
+from placewise.solver.tas.messages import Exclusions, multi_layer_not_fit, not_fit
+from placewise.solver.tas.placement import descend, find_level
+from placewise.solver.tas.request import interpret
+from placewise.solver.tas.tree import FlavorTree
+from placewise.solver.tas.types import TasPodSetRequest
 
 
 def assign_group(

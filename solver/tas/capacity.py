@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from solver.tas.types import CAP, INT32_MAX, PODS, clip
+from placewise.solver.tas.types import CAP, INT32_MAX, PODS, clip
 
 IntArray = npt.NDArray[np.int64]
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.tas.counts import Counts
-from solver.tas.request import Params
-from solver.tas.tree import FlavorTree, LeafFilter
+from placewise.solver.tas.counts import Counts
+from placewise.solver.tas.request import Params
+from placewise.solver.tas.tree import FlavorTree, LeafFilter
 
 
 @dataclass(frozen=True, slots=True)

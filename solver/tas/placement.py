@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solver.tas.counts import Counts
-from solver.tas.distribute import (
+from placewise.solver.tas.counts import Counts
+from placewise.solver.tas.distribute import (
     Cands,
     Taken,
     best_fit,
@@ -21,9 +21,9 @@ from solver.tas.distribute import (
     sorted_domains,
     sorted_with_leader,
 )
-from solver.tas.request import Params
-from solver.tas.tree import FlavorTree, IntArray
-from solver.tas.types import INT32_MAX
+from placewise.solver.tas.request import Params
+from placewise.solver.tas.tree import FlavorTree, IntArray
+from placewise.solver.tas.types import INT32_MAX
 
 FailReason = Callable[[int, int, int], str]
 """(level, fitting units, requested units) -> failure reason."""

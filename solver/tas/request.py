@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from models.workload import SliceLayer, TopologyRequest
-from solver.tas.tree import FlavorTree
+from placewise.models.workload import SliceLayer, TopologyRequest
+from placewise.solver.tas.tree import FlavorTree
 
 
 @dataclass(frozen=True, slots=True)

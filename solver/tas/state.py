@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.scheduling import Toleration
-from models.snapshot import Snapshot
-from models.workload import TopologyAssignment
-from solver.tas.assign import assign_group
-from solver.tas.capacity import Demand, demand, fit_count, free_view
-from solver.tas.tree import FlavorTree, IntArray
-from solver.tas.types import CAP, PODS, TasPodSetRequest, TasResult, clip
+from placewise.models.scheduling import Toleration
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import TopologyAssignment
+from placewise.solver.tas.assign import assign_group
+from placewise.solver.tas.capacity import Demand, demand, fit_count, free_view
+from placewise.solver.tas.tree import FlavorTree, IntArray
+from placewise.solver.tas.types import CAP, PODS, TasPodSetRequest, TasResult, clip
 
 Groups = Sequence[Sequence[TasPodSetRequest]]
 Usage = tuple[str, TopologyAssignment, dict[str, int]]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from models.cluster import Node, ResourceFlavor, Topology
-from models.scheduling import PodPlacement, Taint, Toleration, untolerated
-from solver.tas.capacity import FitCache
-from solver.tas.types import HOSTNAME, clip
+from placewise.models.cluster import Node, ResourceFlavor, Topology
+from placewise.models.scheduling import PodPlacement, Taint, Toleration, untolerated
+from placewise.solver.tas.capacity import FitCache
+from placewise.solver.tas.types import HOSTNAME, clip
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -51,7 +51,7 @@ class FlavorTree:
     """Leaves, domains and capacities of one TAS flavor's topology.
 
     ``base`` (allocatable minus non-TAS pods, per leaf) never changes; TAS
-    usage lives in :class:`solver.tas.state.TasState`, which keeps ``rem``
+    usage lives in :class:`placewise.solver.tas.state.TasState`, which keeps ``rem``
     (what is left for new pods) up to date.
     """
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from models.scheduling import PodPlacement
-from models.workload import TopologyAssignment, TopologyRequest
+from placewise.models.scheduling import PodPlacement
+from placewise.models.workload import TopologyAssignment, TopologyRequest
 
 INT32_MAX = 2**31 - 1
 """Kueue counts pods in int32 and clamps a leaf's fit count here."""

@@ -23,7 +23,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.generate import (
+from placewise.adapters.generate import (
     FAMILIES,
     ConfigError,
     GeneratorConfig,
@@ -36,8 +36,8 @@ from adapters.generate import (
     summary,
     write,
 )
-from adapters.generate._units import parse_quantity
-from adapters.generate.workloads import compress_hostnames
+from placewise.adapters.generate._units import parse_quantity
+from placewise.adapters.generate.workloads import compress_hostnames
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "benchmarks" / "configs"
@@ -461,7 +461,7 @@ def test_compressed_slice_decodes_to_the_input(
 def test_non_tas_flavor_workloads_bring_their_pods() -> None:
     """On a non-TAS flavor a running Workload has no topologyAssignment, so its
     plain bound pods are what count against the hosts."""
-    from adapters.generate import NodeType
+    from placewise.adapters.generate import NodeType
 
     config = family("default").with_overrides(
         node_types=(
@@ -907,7 +907,7 @@ def test_ten_thousand_node_dump_generates_and_writes() -> None:
 
 def test_loads_through_the_project_loader(tmp_path: Path) -> None:
     """What the generator writes, placewise reads without a warning."""
-    loader = pytest.importorskip("adapters.loader")
+    loader = pytest.importorskip("placewise.adapters.loader")
     for version in ("v1beta1", "v1beta2"):
         config = family("default").with_overrides(api_version=version)
         path = tmp_path / f"{version}.yaml"
@@ -922,7 +922,7 @@ def test_loads_through_the_project_loader(tmp_path: Path) -> None:
 def test_committed_configs_equal_the_presets() -> None:
     """benchmarks/configs/<family>.yaml is the preset written out in full.
     If this fails after editing families.py, re-export with
-    ``adapters.generate.families.export("benchmarks/configs")``.
+    ``placewise.adapters.generate.families.export("benchmarks/configs")``.
     """
     files = {p.stem for p in CONFIGS.glob("*.yaml")}
     assert files == set(FAMILIES)

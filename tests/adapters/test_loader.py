@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import main
-from adapters.loader import load_snapshot, snapshot_from_text
-from models.errors import InstanceError
-from models.quantity import UNLIMITED
+from placewise.adapters.cli import main
+from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.models.errors import InstanceError
+from placewise.models.quantity import UNLIMITED
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CASES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-cases"

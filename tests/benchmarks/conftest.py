@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fgd.trace import Trace, load_trace
+from placewise.benchmarks.fgd.trace import Trace, load_trace
 
 SHARED = Path(__file__).parents[2] / ".." / "shared"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.fgd.bound import lp_bound
-from benchmarks.fgd.protocol import Workload
+from placewise.benchmarks.fgd.bound import lp_bound
+from placewise.benchmarks.fgd.protocol import Workload
 from tests.benchmarks.conftest import tiny_trace
 
 

@@ -10,19 +10,19 @@ from types import ModuleType
 
 import pytest
 
-import benchmarks.fgd
-from benchmarks.fgd import report
+import placewise.benchmarks.fgd
+from placewise.benchmarks.fgd import report
 
 
 @pytest.fixture
 def cli() -> Iterator[ModuleType]:
     """Import the CLI for one test and forget it afterwards, so tests that
     simulate a build without the entry point still see it missing."""
-    mod = importlib.import_module("benchmarks.fgd.cli")
+    mod = importlib.import_module("placewise.benchmarks.fgd.cli")
     yield mod
-    sys.modules.pop("benchmarks.fgd.cli", None)
-    if hasattr(benchmarks.fgd, "cli"):
-        delattr(benchmarks.fgd, "cli")
+    sys.modules.pop("placewise.benchmarks.fgd.cli", None)
+    if hasattr(placewise.benchmarks.fgd, "cli"):
+        delattr(placewise.benchmarks.fgd, "cli")
 
 
 def test_parse_seeds(cli: ModuleType) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.fgd.feasible import Infeasible, Ledger, audit
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.feasible import Infeasible, Ledger, audit
+from placewise.benchmarks.fgd.trace import Trace
 
 
 def _pod(trace: Trace, num: int, sharing: bool) -> int:

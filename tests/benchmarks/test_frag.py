@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.fgd.frag import frag_amount, typical_pods
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.frag import frag_amount, typical_pods
+from placewise.benchmarks.fgd.trace import Trace
 
 
 def _frag_loop(tp, cpu_left: int, cards: list[int], model_bit: int) -> float:

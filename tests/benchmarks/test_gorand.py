@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.fgd import gorand
+from placewise.benchmarks.fgd import gorand
 
 
 def test_cooked_table_matches_go_constants() -> None:

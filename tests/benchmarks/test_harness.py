@@ -11,17 +11,32 @@ from pathlib import Path
 
 import pytest
 
-from adapters.cli import main
-from benchmarks.harness import metrics
-from benchmarks.harness.matrix import Instance, Task, build_tasks
-from benchmarks.harness.report import ReportInputs, write_report
-from benchmarks.harness.runner import RunResult, _check, run_task, run_tasks
-from benchmarks.harness.simulate import SimJob
-from benchmarks.harness.trace import TraceJob, TraceResult, _summarize, published_curves
-from models.plan import Plan, PlanAdmission, PlanPending, PlanPreemption, SolverInfo
-from models.snapshot import Snapshot
-from models.validate import validate
-from models.workload import PodSetAssignment, TopologyAssignment, TopologyDomain
+from placewise.adapters.cli import main
+from placewise.benchmarks.harness import metrics
+from placewise.benchmarks.harness.matrix import Instance, Task, build_tasks
+from placewise.benchmarks.harness.report import ReportInputs, write_report
+from placewise.benchmarks.harness.runner import RunResult, _check, run_task, run_tasks
+from placewise.benchmarks.harness.simulate import SimJob
+from placewise.benchmarks.harness.trace import (
+    TraceJob,
+    TraceResult,
+    _summarize,
+    published_curves,
+)
+from placewise.models.plan import (
+    Plan,
+    PlanAdmission,
+    PlanPending,
+    PlanPreemption,
+    SolverInfo,
+)
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
+from placewise.models.workload import (
+    PodSetAssignment,
+    TopologyAssignment,
+    TopologyDomain,
+)
 from tests.solver.test_baselines import HOST, RACK, cluster, pod, snap, workload
 
 SOLVER = SolverInfo(name="hand", status="FEASIBLE")
@@ -229,7 +244,7 @@ def test_matrix_orders_big_instances_first_and_rejects_unknown_names():
 
 
 def test_published_reference_and_replay_summaries():
-    from benchmarks.fgd.report import RunSummary
+    from placewise.benchmarks.fgd.report import RunSummary
 
     pub = published_curves("default")
     assert pub["05-BestFit"][130] == pytest.approx(93.08, abs=0.01)
@@ -274,12 +289,12 @@ def test_published_reference_and_replay_summaries():
 
 def test_trace_job_without_entry_point_says_so(tmp_path, monkeypatch):
     """Without the trace CLI the report says so instead of failing silently."""
-    import benchmarks.fgd
+    import placewise.benchmarks.fgd
 
-    monkeypatch.setitem(sys.modules, "benchmarks.fgd.cli", None)
+    monkeypatch.setitem(sys.modules, "placewise.benchmarks.fgd.cli", None)
     # An earlier test may have imported it: the package attribute would
     # otherwise still resolve the submodule.
-    monkeypatch.delattr(benchmarks.fgd, "cli", raising=False)
+    monkeypatch.delattr(placewise.benchmarks.fgd, "cli", raising=False)
     res = TraceJob(out_dir=str(tmp_path / "trace"), quick=True).execute()
     assert not res.available and not res.ok
     assert "entry point" in (res.error or "")

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.fgd.feasible import audit
-from benchmarks.fgd.policies.bestfit import BestFit
-from benchmarks.fgd.policies.fgd import FGD
-from benchmarks.fgd.protocol import make_workload
-from benchmarks.fgd.published import load_published
-from benchmarks.fgd.replay import alloc_curve, replay
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.feasible import audit
+from placewise.benchmarks.fgd.policies.bestfit import BestFit
+from placewise.benchmarks.fgd.policies.fgd import FGD
+from placewise.benchmarks.fgd.protocol import make_workload
+from placewise.benchmarks.fgd.published import load_published
+from placewise.benchmarks.fgd.replay import alloc_curve, replay
+from placewise.benchmarks.fgd.trace import Trace
 
 
 def test_workload_matches_protocol(trace: Trace) -> None:

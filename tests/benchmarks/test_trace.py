@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.fgd.trace import (
+from placewise.benchmarks.fgd.trace import (
     Trace,
     node_resource_slice,
     pod_manifest,

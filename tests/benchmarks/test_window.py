@@ -6,12 +6,12 @@ import dataclasses
 
 import numpy as np
 
-from benchmarks.fgd.cluster import ClusterState
-from benchmarks.fgd.feasible import audit
-from benchmarks.fgd.policies.window import WindowParams, WindowPolicy
-from benchmarks.fgd.protocol import Workload, make_workload
-from benchmarks.fgd.replay import replay
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.cluster import ClusterState
+from placewise.benchmarks.fgd.feasible import audit
+from placewise.benchmarks.fgd.policies.window import WindowParams, WindowPolicy
+from placewise.benchmarks.fgd.protocol import Workload, make_workload
+from placewise.benchmarks.fgd.replay import replay
+from placewise.benchmarks.fgd.trace import Trace
 from tests.benchmarks.conftest import tiny_trace
 
 FAST = WindowParams(window=16, candidates=4, time_limit=0.2, num_workers=1)

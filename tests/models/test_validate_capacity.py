@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.validate import Violation
+from placewise.models.validate import Violation
 from tests.models.validate_builders import (
     admission,
     check,
@@ -22,31 +22,62 @@ def new(key: str, cpu: str, count: int = 1, **kw: Any) -> dict[str, Any]:
     return workload(key, "lq", [pod_set(count=count, requests={"cpu": cpu})], **kw)
 
 
-def on(key: str, host: str, cpu_each: int, count: int = 1,
-       flavor: str = "tas") -> dict[str, Any]:
+def on(
+    key: str, host: str, cpu_each: int, count: int = 1, flavor: str = "tas"
+) -> dict[str, Any]:
     """Admission of ``key`` with all its pods on one host."""
-    return admission(key, "tas-cq", psa("main", {"cpu": flavor},
-                                        {"cpu": str(cpu_each * count)}, count,
-                                        domains=[([host], count)]))
+    return admission(
+        key,
+        "tas-cq",
+        psa(
+            "main",
+            {"cpu": flavor},
+            {"cpu": str(cpu_each * count)},
+            count,
+            domains=[([host], count)],
+        ),
+    )
 
 
-def held(key: str, host: str, cpu_each: int, count: int = 1,
-         flavor: str = "tas", priority: int = 0) -> dict[str, Any]:
+def held(
+    key: str,
+    host: str,
+    cpu_each: int,
+    count: int = 1,
+    flavor: str = "tas",
+    priority: int = 0,
+) -> dict[str, Any]:
     """A running TAS workload with its pods on one host."""
     return workload(
-        key, "lq", [pod_set(count=count, requests={"cpu": str(cpu_each)})],
-        priority=priority, running_in="tas-cq",
-        assignments=[psa("main", {"cpu": flavor}, {"cpu": str(cpu_each * count)},
-                         count, domains=[([host], count)])])
+        key,
+        "lq",
+        [pod_set(count=count, requests={"cpu": str(cpu_each)})],
+        priority=priority,
+        running_in="tas-cq",
+        assignments=[
+            psa(
+                "main",
+                {"cpu": flavor},
+                {"cpu": str(cpu_each * count)},
+                count,
+                domains=[([host], count)],
+            )
+        ],
+    )
 
 
 def bound_pod(name: str, node: str, cpu: str) -> dict[str, Any]:
     """A plain (non-TAS) pod bound to a node."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"namespace": "default", "name": name},
-            "spec": {"nodeName": node, "containers": [
-                {"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-            "status": {"phase": "Running"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": "default", "name": name},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running"},
+    }
 
 
 def test_pods_within_allocatable_pass() -> None:
@@ -67,8 +98,11 @@ def test_node_cpu_overcommitted() -> None:
 def test_pods_allocatable_counts() -> None:
     """Each pod takes one of the node's 4 ``pods`` even with tiny requests."""
     snap = load("tas.yaml", new("default/w", "100m", 5))
-    entry = admission("default/w", "tas-cq", psa(
-        "main", {"cpu": "tas"}, {"cpu": "500m"}, 5, domains=[(["h1"], 5)]))
+    entry = admission(
+        "default/w",
+        "tas-cq",
+        psa("main", {"cpu": "tas"}, {"cpu": "500m"}, 5, domains=[(["h1"], 5)]),
+    )
     v = check(snap, plan([entry]))
     assert rules(v) == ["capacity.node"]
     assert "pods would be 5 in use" in v[0].message
@@ -83,8 +117,9 @@ def test_bound_non_tas_pods_use_capacity() -> None:
 
 def test_running_tas_workloads_use_capacity_until_preempted() -> None:
     """A running 3-cpu pod on h1 blocks a 2-cpu pod, unless it is evicted."""
-    snap = load("tas.yaml", new("default/w", "2", priority=1),
-                held("default/old", "h1", 3))
+    snap = load(
+        "tas.yaml", new("default/w", "2", priority=1), held("default/old", "h1", 3)
+    )
     assert rules(check(snap, plan([on("default/w", "h1", 2)]))) == ["capacity.node"]
     evict = [("default/old", "default/w", "InClusterQueue")]
     assert check(snap, plan([on("default/w", "h1", 2)], preemptions=evict)) == []
@@ -92,8 +127,9 @@ def test_running_tas_workloads_use_capacity_until_preempted() -> None:
 
 def test_flavors_on_the_same_nodes_share_capacity() -> None:
     """Usage of flavor tas-b on node-1 counts against flavor tas there too."""
-    snap = load("tas.yaml", new("default/w", "2"),
-                held("default/old", "h1", 3, flavor="tas-b"))
+    snap = load(
+        "tas.yaml", new("default/w", "2"), held("default/old", "h1", 3, flavor="tas-b")
+    )
     assert rules(check(snap, plan([on("default/w", "h1", 2)]))) == ["capacity.node"]
 
 
@@ -111,8 +147,14 @@ def test_pooled_domain_capacity() -> None:
 
     def rack(count: int) -> list[Violation]:
         snap = load("tas.yaml", new("default/w", "1", count))
-        entry = psa("main", {"cpu": "pooled"}, {"cpu": str(count)}, count,
-                    domains=[(["b1", "r1"], count)], levels=levels)
+        entry = psa(
+            "main",
+            {"cpu": "pooled"},
+            {"cpu": str(count)},
+            count,
+            domains=[(["b1", "r1"], count)],
+            levels=levels,
+        )
         return check(snap, plan([admission("default/w", "tas-cq", entry)]))
 
     assert rack(8) == []

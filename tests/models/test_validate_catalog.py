@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from models.validate import RULES
+from placewise.models.validate import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE_ID = re.compile(

@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from adapters.cli import main
+from placewise.adapters.cli import main
 from tests.models.validate_builders import DATA, admission, pending, plan, psa
 
-INSTANCE_OBJECTS = [pending("default/a", 3, queue="lq-solo"),
-                    pending("default/b", 2, queue="lq-solo")]
+INSTANCE_OBJECTS = [
+    pending("default/a", 3, queue="lq-solo"),
+    pending("default/b", 2, queue="lq-solo"),
+]
 
 
 @pytest.fixture
@@ -25,9 +27,14 @@ def instance(tmp_path: Path) -> list[str]:
 
 
 def write_plan(tmp_path: Path, admitted: list[str], fmt: str = "yaml") -> str:
-    entries = [admission(k, "solo", psa("main", {"cpu": "f"},
-                                        {"cpu": "3" if k.endswith("a") else "2"}))
-               for k in admitted]
+    entries = [
+        admission(
+            k,
+            "solo",
+            psa("main", {"cpu": "f"}, {"cpu": "3" if k.endswith("a") else "2"}),
+        )
+        for k in admitted
+    ]
     waiting = [k for k in ("default/a", "default/b") if k not in admitted]
     doc: dict[str, Any] = plan(entries, pending=waiting).to_dict()
     path = tmp_path / f"plan.{fmt}"
@@ -35,8 +42,9 @@ def write_plan(tmp_path: Path, admitted: list[str], fmt: str = "yaml") -> str:
     return str(path)
 
 
-def test_feasible_plan_exits_0(instance: list[str], tmp_path: Path,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_feasible_plan_exits_0(
+    instance: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """One admission that fits: exit 0 and a one-line summary."""
     code = main(["validate", *instance, "--plan", write_plan(tmp_path, ["default/a"])])
     assert code == 0
@@ -56,8 +64,9 @@ def test_infeasible_plan_exits_1_listing_violations(
     ]
 
 
-def test_json_report(instance: list[str], tmp_path: Path,
-                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_report(
+    instance: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--format json gives a machine-readable verdict with every violation."""
     plan_file = write_plan(tmp_path, ["default/a", "default/b"])
     assert main(["validate", *instance, "--plan", plan_file, "--format", "json"]) == 1
@@ -66,13 +75,20 @@ def test_json_report(instance: list[str], tmp_path: Path,
     assert [v["rule"] for v in report["violations"]] == ["quota.nominal"]
 
 
-@pytest.mark.parametrize("content", [
-    "admissions: [\n",                                     # YAML syntax
-    "apiVersion: placewise.io/v1alpha1\nkind: Plan\nadmissions: 3\n",  # shape
-    "",                                                    # empty file
-])
-def test_unreadable_plan_exits_2(instance: list[str], tmp_path: Path, content: str,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "content",
+    [
+        "admissions: [\n",  # YAML syntax
+        "apiVersion: placewise.io/v1alpha1\nkind: Plan\nadmissions: 3\n",  # shape
+        "",  # empty file
+    ],
+)
+def test_unreadable_plan_exits_2(
+    instance: list[str],
+    tmp_path: Path,
+    content: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """A plan that cannot be parsed is bad input, not an infeasible plan."""
     bad = tmp_path / "bad.yaml"
     bad.write_text(content)
@@ -80,8 +96,9 @@ def test_unreadable_plan_exits_2(instance: list[str], tmp_path: Path, content: s
     assert "bad.yaml" in capsys.readouterr().err
 
 
-def test_missing_files_exit_2(instance: list[str], tmp_path: Path,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_files_exit_2(
+    instance: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Missing plan or instance files are reported with their path."""
     assert main(["validate", *instance, "--plan", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from models.validate import Violation
+from placewise.models.validate import Violation
 from tests.models.validate_builders import (
     admission,
     check,
@@ -32,8 +32,9 @@ def admit(cq: str, n: int, *busy: tuple[str, int]) -> list[Violation]:
     """Admit a pod of ``n`` cpu into ``cq`` while ``busy`` queues hold usage."""
     objects = [running(f"default/run-{q}", q, used) for q, used in busy]
     objects.append(pending("default/new", n, queue=f"lq-{cq}"))
-    return check(load("cohorts.yaml", *objects),
-                 plan([admission("default/new", cq, cpu(n))]))
+    return check(
+        load("cohorts.yaml", *objects), plan([admission("default/new", cq, cpu(n))])
+    )
 
 
 def test_hierarchical_example_available() -> None:
@@ -43,7 +44,8 @@ def test_hierarchical_example_available() -> None:
     assert rules(v) == ["quota.cohort"]
     assert v[0].workload == "default/new"
     assert "cohort R" in v[0].message and "above the tree's quota 10 by 1" in (
-        v[0].message)
+        v[0].message
+    )
 
 
 def test_hierarchical_example_potential_available() -> None:
@@ -102,9 +104,12 @@ def test_standalone_nominal_quota() -> None:
 @pytest.mark.parametrize(("n", "expected"), [(0, []), (1, ["quota.nominal"])])
 def test_overrun_before_the_plan_is_not_its_fault(n: int, expected: list[str]) -> None:
     """solo already runs 6 of 4: fine unless the plan adds usage there."""
-    snap = load("cohorts.yaml", running("default/old", "solo", 6),
-                pending("default/new", max(n, 1), queue="lq-solo"),
-                pending("default/elsewhere", 1, queue="lq-fa"))
+    snap = load(
+        "cohorts.yaml",
+        running("default/old", "solo", 6),
+        pending("default/new", max(n, 1), queue="lq-solo"),
+        pending("default/elsewhere", 1, queue="lq-fa"),
+    )
     admissions = [admission("default/elsewhere", "fa", cpu(1))]
     waiting = ["default/new"]
     if n:
@@ -115,8 +120,11 @@ def test_overrun_before_the_plan_is_not_its_fault(n: int, expected: list[str]) -
 
 def test_preempted_usage_is_released() -> None:
     """Evicting the running workload frees its quota for the admission."""
-    snap = load("cohorts.yaml", running("default/old", "solo", 4, priority=-1),
-                pending("default/new", 4, queue="lq-solo"))
+    snap = load(
+        "cohorts.yaml",
+        running("default/old", "solo", 4, priority=-1),
+        pending("default/new", 4, queue="lq-solo"),
+    )
     base = [admission("default/new", "solo", cpu(4))]
     assert rules(check(snap, plan(base))) == ["quota.nominal"]
     evict = [("default/old", "default/new", "InClusterQueue")]
@@ -125,9 +133,19 @@ def test_preempted_usage_is_released() -> None:
 
 def test_admissions_of_one_plan_add_up() -> None:
     """Two admissions that fit alone can overrun together; both are named."""
-    snap = load("cohorts.yaml", pending("default/a", 3, queue="lq-solo"),
-                pending("default/b", 2, queue="lq-solo"))
-    v = check(snap, plan([admission("default/a", "solo", cpu(3)),
-                          admission("default/b", "solo", cpu(2))]))
+    snap = load(
+        "cohorts.yaml",
+        pending("default/a", 3, queue="lq-solo"),
+        pending("default/b", 2, queue="lq-solo"),
+    )
+    v = check(
+        snap,
+        plan(
+            [
+                admission("default/a", "solo", cpu(3)),
+                admission("default/b", "solo", cpu(2)),
+            ]
+        ),
+    )
     assert rules(v) == ["quota.nominal"]
     assert v[0].workload == "default/a, default/b"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from models.validate import Violation
+from placewise.models.validate import Violation
 from tests.models.validate_builders import (
     admission,
     check,
@@ -26,14 +26,30 @@ REQUIRED_RACK = {ANN + "required-topology": "cloud/rack"}
 HOST = "kubernetes.io/hostname"
 
 
-def place(domains: list[tuple[list[str], int]], *, count: int = 4,
-          annotations: dict[str, str] | None = None, flavor: str = "tas",
-          levels: list[str] | None = None, **ps: Any) -> list[Violation]:
+def place(
+    domains: list[tuple[list[str], int]],
+    *,
+    count: int = 4,
+    annotations: dict[str, str] | None = None,
+    flavor: str = "tas",
+    levels: list[str] | None = None,
+    **ps: Any,
+) -> list[Violation]:
     """Admit ``count`` one-cpu pods of one pod set onto ``domains``."""
-    snap = load("tas.yaml", workload("default/w", "lq", [
-        pod_set(count=count, annotations=annotations, **ps)]))
-    entry = psa("main", {"cpu": flavor}, {"cpu": str(count)}, count,
-                domains=domains, levels=levels)
+    snap = load(
+        "tas.yaml",
+        workload(
+            "default/w", "lq", [pod_set(count=count, annotations=annotations, **ps)]
+        ),
+    )
+    entry = psa(
+        "main",
+        {"cpu": flavor},
+        {"cpu": str(count)},
+        count,
+        domains=domains,
+        levels=levels,
+    )
     return check(snap, plan([admission("default/w", "tas-cq", entry)]))
 
 
@@ -59,15 +75,17 @@ def test_non_tas_pod_set_must_not_have_an_assignment() -> None:
 
 def test_hostname_topology_lists_only_the_hostname_level() -> None:
     """Kueue's convention: a hostname-leaf topology lists only that level."""
-    v = place([(["b1", "r1", "h1"], 4)],
-              levels=["cloud/block", "cloud/rack", HOST])
+    v = place([(["b1", "r1", "h1"], 4)], levels=["cloud/block", "cloud/rack", HOST])
     assert rules(v) == ["topology.levels"]
 
 
-@pytest.mark.parametrize(("domains", "message"), [
-    ([(["h1"], 2), (["h2"], 1)], "places 3 pod(s) but the admitted count is 4"),
-    ([(["h1"], 4), (["h2"], 0)], "every domain needs at least one pod"),
-])
+@pytest.mark.parametrize(
+    ("domains", "message"),
+    [
+        ([(["h1"], 2), (["h2"], 1)], "places 3 pod(s) but the admitted count is 4"),
+        ([(["h1"], 4), (["h2"], 0)], "every domain needs at least one pod"),
+    ],
+)
 def test_counts_sum_to_the_admitted_count(
     domains: list[tuple[list[str], int]], message: str
 ) -> None:
@@ -77,12 +95,15 @@ def test_counts_sum_to_the_admitted_count(
     assert message in v[0].message
 
 
-@pytest.mark.parametrize(("host", "why"), [
-    ("h9", "no node carries these topology labels"),
-    ("h5", "node node-5 is not Ready"),
-    ("h6", "node node-6 is unschedulable"),
-    ("h8", "node node-8 lacks the flavor's label pool=tas"),
-])
+@pytest.mark.parametrize(
+    ("host", "why"),
+    [
+        ("h9", "no node carries these topology labels"),
+        ("h5", "node node-5 is not Ready"),
+        ("h6", "node node-6 is unschedulable"),
+        ("h8", "node node-8 lacks the flavor's label pool=tas"),
+    ],
+)
 def test_domain_must_be_a_usable_node_of_the_flavor(host: str, why: str) -> None:
     """Unknown, NotReady, unschedulable or unlabelled nodes are not leaves."""
     v = place([([host], 1)], count=1)
@@ -113,8 +134,7 @@ def test_required_level_means_one_domain() -> None:
 
 def test_slices_are_whole_in_each_slice_domain() -> None:
     """Slice size 2 per rack: 2+2 passes, 3+1 breaks both racks."""
-    slices = {ANN + "slice-required-topology": "cloud/rack",
-              ANN + "slice-size": "2"}
+    slices = {ANN + "slice-required-topology": "cloud/rack", ANN + "slice-size": "2"}
     assert place([(["h1"], 2), (["h3"], 2)], annotations=slices) == []
     v = place([(["h1"], 2), (["h2"], 1), (["h3"], 1)], annotations=slices)
     assert rules(v) == ["topology.slices", "topology.slices"]
@@ -126,7 +146,8 @@ def test_pooled_leaves_of_a_topology_without_hostname() -> None:
     levels = ["cloud/block", "cloud/rack"]
     assert place([(["b1", "r1"], 4)], flavor="pooled", levels=levels) == []
     assert rules(place([(["b1"], 4)], flavor="pooled", levels=levels)) == [
-        "topology.domain"]
+        "topology.domain"
+    ]
     v = place([(["b1", "r9"], 4)], flavor="pooled", levels=levels)
     assert rules(v) == ["topology.domain"]
 
@@ -134,15 +155,31 @@ def test_pooled_leaves_of_a_topology_without_hostname() -> None:
 def test_leader_and_workers_share_the_required_domain() -> None:
     """A podSetGroupName group is placed jointly: one rack for both sets."""
     group = {**REQUIRED_RACK, ANN + "group-name": "g"}
-    snap = load("tas.yaml", workload("default/w", "lq", [
-        pod_set("leader", 1, annotations=group),
-        pod_set("workers", 2, annotations=group)]))
+    snap = load(
+        "tas.yaml",
+        workload(
+            "default/w",
+            "lq",
+            [
+                pod_set("leader", 1, annotations=group),
+                pod_set("workers", 2, annotations=group),
+            ],
+        ),
+    )
 
     def at(leader_host: str) -> list[str]:
-        entries = [psa("leader", {"cpu": "tas"}, {"cpu": "1"}, 1,
-                       domains=[([leader_host], 1)]),
-                   psa("workers", {"cpu": "tas"}, {"cpu": "2"}, 2,
-                       domains=[(["h1"], 1), (["h2"], 1)])]
+        entries = [
+            psa(
+                "leader", {"cpu": "tas"}, {"cpu": "1"}, 1, domains=[([leader_host], 1)]
+            ),
+            psa(
+                "workers",
+                {"cpu": "tas"},
+                {"cpu": "2"},
+                2,
+                domains=[(["h1"], 1), (["h2"], 1)],
+            ),
+        ]
         return rules(check(snap, plan([admission("default/w", "tas-cq", *entries)])))
 
     assert at("h2") == []

@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from adapters.loader import load_snapshot
-from models.plan import Plan, plan_from_dict
-from models.snapshot import Snapshot
-from models.validate import Violation, validate
+from placewise.adapters.loader import load_snapshot
+from placewise.models.plan import Plan, plan_from_dict
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import Violation, validate
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "validate"
 KUEUE = "kueue.x-k8s.io/v1beta1"
@@ -34,8 +34,14 @@ def pod_set(
 ) -> dict[str, Any]:
     """A pod set of ``count`` pods with one container's ``requests``."""
     spec: dict[str, Any] = {
-        "containers": [{"name": "c", "resources": {
-            "requests": requests if requests is not None else {"cpu": "1"}}}],
+        "containers": [
+            {
+                "name": "c",
+                "resources": {
+                    "requests": requests if requests is not None else {"cpu": "1"}
+                },
+            }
+        ],
     }
     if node_selector:
         spec["nodeSelector"] = node_selector
@@ -86,37 +92,71 @@ def workload(
     """A v1beta1 Workload; ``running_in`` makes it hold quota there."""
     ns, name = key.split("/")
     obj: dict[str, Any] = {
-        "apiVersion": KUEUE, "kind": "Workload",
+        "apiVersion": KUEUE,
+        "kind": "Workload",
         "metadata": {"namespace": ns, "name": name, "creationTimestamp": created},
-        "spec": {"queueName": queue, "priority": priority,
-                 "podSets": pod_sets or [pod_set()]},
+        "spec": {
+            "queueName": queue,
+            "priority": priority,
+            "podSets": pod_sets or [pod_set()],
+        },
     }
     if running_in is not None:
         obj["status"] = {
-            "admission": {"clusterQueue": running_in,
-                          "podSetAssignments": assignments or [psa()]},
-            "conditions": [{"type": "QuotaReserved", "status": "True",
-                            "reason": "Admitted",
-                            "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            "admission": {
+                "clusterQueue": running_in,
+                "podSetAssignments": assignments or [psa()],
+            },
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "Admitted",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
         }
     return obj
 
 
-def running(key: str, cq: str, cpu: int, *, flavor: str = "f", queue: str = "lq",
-            priority: int = 0, created: str = "2025-12-01T00:00:00Z") -> dict[str, Any]:
+def running(
+    key: str,
+    cq: str,
+    cpu: int,
+    *,
+    flavor: str = "f",
+    queue: str = "lq",
+    priority: int = 0,
+    created: str = "2025-12-01T00:00:00Z",
+) -> dict[str, Any]:
     """A running single-pod workload holding ``cpu`` cores of ``flavor``."""
     return workload(
-        key, queue, [pod_set(requests={"cpu": str(cpu)})], priority=priority,
-        created=created, running_in=cq,
+        key,
+        queue,
+        [pod_set(requests={"cpu": str(cpu)})],
+        priority=priority,
+        created=created,
+        running_in=cq,
         assignments=[psa(flavors={"cpu": flavor}, usage={"cpu": str(cpu)})],
     )
 
 
-def pending(key: str, cpu: int = 1, *, queue: str = "lq", priority: int = 0,
-            created: str = "2026-01-01T00:00:00Z") -> dict[str, Any]:
+def pending(
+    key: str,
+    cpu: int = 1,
+    *,
+    queue: str = "lq",
+    priority: int = 0,
+    created: str = "2026-01-01T00:00:00Z",
+) -> dict[str, Any]:
     """A pending single-pod workload requesting ``cpu`` cores."""
-    return workload(key, queue, [pod_set(requests={"cpu": str(cpu)})],
-                    priority=priority, created=created)
+    return workload(
+        key,
+        queue,
+        [pod_set(requests={"cpu": str(cpu)})],
+        priority=priority,
+        created=created,
+    )
 
 
 def load(base: str, *objects: dict[str, Any]) -> Snapshot:
@@ -128,8 +168,11 @@ def load(base: str, *objects: dict[str, Any]) -> Snapshot:
 
 
 def admission(key: str, cq: str, *psas: dict[str, Any]) -> dict[str, Any]:
-    return {"workload": key, "clusterQueue": cq,
-            "podSetAssignments": list(psas) or [psa()]}
+    return {
+        "workload": key,
+        "clusterQueue": cq,
+        "podSetAssignments": list(psas) or [psa()],
+    }
 
 
 def plan(
@@ -138,16 +181,19 @@ def plan(
     preemptions: list[tuple[str, str, str]] | None = None,
 ) -> Plan:
     """A Plan read through the same parser the CLI uses."""
-    return plan_from_dict({
-        "apiVersion": "placewise.io/v1alpha1", "kind": "Plan",
-        "solver": {"name": "hand-made", "status": "FEASIBLE", "wallSeconds": 0},
-        "admissions": admissions or [],
-        "preemptions": [
-            {"workload": v, "preemptor": p, "reason": r}
-            for v, p, r in preemptions or []
-        ],
-        "pending": [{"workload": k, "reason": "waiting"} for k in pending or []],
-    })
+    return plan_from_dict(
+        {
+            "apiVersion": "placewise.io/v1alpha1",
+            "kind": "Plan",
+            "solver": {"name": "hand-made", "status": "FEASIBLE", "wallSeconds": 0},
+            "admissions": admissions or [],
+            "preemptions": [
+                {"workload": v, "preemptor": p, "reason": r}
+                for v, p, r in preemptions or []
+            ],
+            "pending": [{"workload": k, "reason": "waiting"} for k in pending or []],
+        }
+    )
 
 
 def check(snap: Snapshot, p: Plan) -> list[Violation]:

@@ -19,8 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from models.cluster import HOSTNAME_LABEL, ClusterQueue
-from models.plan import (
+from placewise.models.cluster import HOSTNAME_LABEL, ClusterQueue
+from placewise.models.plan import (
     Plan,
     PlanAdmission,
     PlanPending,
@@ -28,9 +28,9 @@ from models.plan import (
     PreemptionReason,
     SolverInfo,
 )
-from models.snapshot import Snapshot
-from models.validate import validate
-from models.workload import (
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
+from placewise.models.workload import (
     PodSet,
     PodSetAssignment,
     TopologyAssignment,
@@ -165,8 +165,11 @@ def _pod_set_options(
                 {f for f in pick if f in snap.flavors and snap.flavors[f].is_tas}
             )
             if not tas or not tas_wanted:
-                out.append(PodSetAssignment(
-                    name=ps.name, flavors=flavors, resource_usage=usage, count=count))
+                out.append(
+                    PodSetAssignment(
+                        name=ps.name, flavors=flavors, resource_usage=usage, count=count
+                    )
+                )
                 continue
             flavor = snap.flavors[tas[0]]
             topo = snap.topologies.get(flavor.topology_name or "")
@@ -174,16 +177,25 @@ def _pod_set_options(
                 continue  # the generated instances use hostname leaves only
             hosts = [n.name for n in snap.flavor_nodes(flavor)]
             for domains in _splits(count, hosts):
-                out.append(PodSetAssignment(
-                    name=ps.name, flavors=flavors, resource_usage=usage, count=count,
-                    topology_assignment=TopologyAssignment(
-                        levels=(HOSTNAME_LABEL,), domains=domains),
-                ))
+                out.append(
+                    PodSetAssignment(
+                        name=ps.name,
+                        flavors=flavors,
+                        resource_usage=usage,
+                        count=count,
+                        topology_assignment=TopologyAssignment(
+                            levels=(HOSTNAME_LABEL,), domains=domains
+                        ),
+                    )
+                )
     return out
 
 
-def _plan(admissions: Sequence[PlanAdmission], preemptions: Sequence[PlanPreemption],
-          pending: Sequence[str]) -> Plan:
+def _plan(
+    admissions: Sequence[PlanAdmission],
+    preemptions: Sequence[PlanPreemption],
+    pending: Sequence[str],
+) -> Plan:
     return Plan(
         solver=SolverInfo(name="exhaustive", status="OPTIMAL"),
         admissions=tuple(admissions),
@@ -213,10 +225,12 @@ def admission_options(snap: Snapshot, w: Workload) -> list[PlanAdmission]:
     out: list[PlanAdmission] = []
     others = [x.key for x in snap.pending if x.key != w.key]
     for combo in itertools.product(*per_ps):
-        adm = PlanAdmission(workload=w.key, cluster_queue=name,
-                            pod_set_assignments=tuple(combo))
+        adm = PlanAdmission(
+            workload=w.key, cluster_queue=name, pod_set_assignments=tuple(combo)
+        )
         bad = [
-            v for v in validate(snap, _plan([adm], [], others))
+            v
+            for v in validate(snap, _plan([adm], [], others))
             if v.rule.startswith(PER_ADMISSION)
         ]
         if not bad:
@@ -361,7 +375,8 @@ class Search:
         for adm in self.options[w.key]:
             trial = [*chosen, adm]
             bad = [
-                v for v in self._validate(self._partial(trial))
+                v
+                for v in self._validate(self._partial(trial))
                 if v.startswith(MONOTONE)
             ]
             if not bad:

@@ -65,19 +65,32 @@ def _doc(lines: list[str]) -> str:
 
 
 def _node(h: Host) -> str:
-    return _doc([
-        "apiVersion: v1", "kind: Node", "metadata:", f"  name: {h.name}", "  labels:",
-        f"    {HOST}: {h.name}", f"    {BLOCK}: {h.block}", f"    {RACK}: {h.rack}",
-        "    pool: tas", "status:",
-        f"  allocatable: {{cpu: '{h.cpu}', {GPU}: '{h.gpu}', pods: '110'}}",
-        "  conditions:", "  - {type: Ready, status: 'True'}",
-    ])
+    return _doc(
+        [
+            "apiVersion: v1",
+            "kind: Node",
+            "metadata:",
+            f"  name: {h.name}",
+            "  labels:",
+            f"    {HOST}: {h.name}",
+            f"    {BLOCK}: {h.block}",
+            f"    {RACK}: {h.rack}",
+            "    pool: tas",
+            "status:",
+            f"  allocatable: {{cpu: '{h.cpu}', {GPU}: '{h.gpu}', pods: '110'}}",
+            "  conditions:",
+            "  - {type: Ready, status: 'True'}",
+        ]
+    )
 
 
 def _queue(q: Queue, cohort: str | None) -> str:
     lines = [
-        "apiVersion: kueue.x-k8s.io/v1beta2", "kind: ClusterQueue",
-        f"metadata: {{name: {q.name}}}", "spec:", "  namespaceSelector: {}",
+        "apiVersion: kueue.x-k8s.io/v1beta2",
+        "kind: ClusterQueue",
+        f"metadata: {{name: {q.name}}}",
+        "spec:",
+        "  namespaceSelector: {}",
     ]
     if cohort:
         lines.append(f"  cohortName: {cohort}")
@@ -86,7 +99,9 @@ def _queue(q: Queue, cohort: str | None) -> str:
         f"    withinClusterQueue: {q.within}",
         f"    reclaimWithinCohort: {q.reclaim}",
         f"    borrowWithinCohort: {{policy: {q.borrow_within}}}",
-        "  resourceGroups:", f"  - coveredResources: [cpu, {GPU}]", "    flavors:",
+        "  resourceGroups:",
+        f"  - coveredResources: [cpu, {GPU}]",
+        "    flavors:",
     ]
     for f in q.flavors:
         lines += [f"    - name: {f}", "      resources:"]
@@ -99,24 +114,34 @@ def _queue(q: Queue, cohort: str | None) -> str:
             if ll is not None:
                 lines.append(f"        lendingLimit: '{ll}'")
     lines += [
-        "---", "apiVersion: kueue.x-k8s.io/v1beta2", "kind: LocalQueue",
+        "---",
+        "apiVersion: kueue.x-k8s.io/v1beta2",
+        "kind: LocalQueue",
         f"metadata: {{name: lq-{q.name}, namespace: default}}",
         f"spec: {{clusterQueue: {q.name}}}",
     ]
     return _doc(lines)
 
 
-def _pod_set(name: str, count: int, cpu: int, gpu: int, min_count: int | None,
-             topology: tuple[str, str] | None) -> list[str]:
+def _pod_set(
+    name: str,
+    count: int,
+    cpu: int,
+    gpu: int,
+    min_count: int | None,
+    topology: tuple[str, str] | None,
+) -> list[str]:
     lines = [f"  - name: {name}", f"    count: {count}"]
     if min_count is not None:
         lines.append(f"    minCount: {min_count}")
-    requests = ", ".join(
-        f"{r}: '{v}'" for r, v in (("cpu", cpu), (GPU, gpu)) if v > 0
-    )
+    requests = ", ".join(f"{r}: '{v}'" for r, v in (("cpu", cpu), (GPU, gpu)) if v > 0)
     lines += [
-        "    template:", "      spec:", "        containers:", "        - name: c",
-        "          resources:", f"            requests: {{{requests}}}",
+        "    template:",
+        "      spec:",
+        "        containers:",
+        "        - name: c",
+        "          resources:",
+        f"            requests: {{{requests}}}",
     ]
     if topology is not None:
         mode, level = topology
@@ -125,13 +150,20 @@ def _pod_set(name: str, count: int, cpu: int, gpu: int, min_count: int | None,
     return lines
 
 
-def _workload(name: str, queue: str, priority: int, minute: int,
-              pod_sets: list[list[str]]) -> list[str]:
+def _workload(
+    name: str, queue: str, priority: int, minute: int, pod_sets: list[list[str]]
+) -> list[str]:
     lines = [
-        "apiVersion: kueue.x-k8s.io/v1beta2", "kind: Workload", "metadata:",
-        f"  name: {name}", "  namespace: default",
+        "apiVersion: kueue.x-k8s.io/v1beta2",
+        "kind: Workload",
+        "metadata:",
+        f"  name: {name}",
+        "  namespace: default",
         f"  creationTimestamp: '2026-01-01T00:{minute:02d}:00Z'",
-        "spec:", f"  queueName: lq-{queue}", f"  priority: {priority}", "  podSets:",
+        "spec:",
+        f"  queueName: lq-{queue}",
+        f"  priority: {priority}",
+        "  podSets:",
     ]
     for ps in pod_sets:
         lines += ps
@@ -149,32 +181,57 @@ def instances(draw: st.DrawFn, max_pending: int = 6, max_running: int = 3) -> In
     else:
         flavors = ["f0", "f1"][:n_flavors]
     hosts: list[Host] = []
-    docs: list[str] = [_doc([
-        "apiVersion: v1", "kind: Namespace", "metadata: {name: default}",
-    ])]
+    docs: list[str] = [
+        _doc(
+            [
+                "apiVersion: v1",
+                "kind: Namespace",
+                "metadata: {name: default}",
+            ]
+        )
+    ]
     for f in flavors:
         spec = "{}"
         if f == TAS_FLAVOR:
             spec = f"{{nodeLabels: {{pool: tas}}, topologyName: {TOPOLOGY}}}"
-        docs.append(_doc([
-            "apiVersion: kueue.x-k8s.io/v1beta2", "kind: ResourceFlavor",
-            f"metadata: {{name: {f}}}", f"spec: {spec}",
-        ]))
+        docs.append(
+            _doc(
+                [
+                    "apiVersion: kueue.x-k8s.io/v1beta2",
+                    "kind: ResourceFlavor",
+                    f"metadata: {{name: {f}}}",
+                    f"spec: {spec}",
+                ]
+            )
+        )
     if tas:
-        docs.append(_doc([
-            "apiVersion: kueue.x-k8s.io/v1beta2", "kind: Topology",
-            f"metadata: {{name: {TOPOLOGY}}}", "spec:", "  levels:",
-            f"  - nodeLabel: {BLOCK}", f"  - nodeLabel: {RACK}",
-            f"  - nodeLabel: {HOST}",
-        ]))
+        docs.append(
+            _doc(
+                [
+                    "apiVersion: kueue.x-k8s.io/v1beta2",
+                    "kind: Topology",
+                    f"metadata: {{name: {TOPOLOGY}}}",
+                    "spec:",
+                    "  levels:",
+                    f"  - nodeLabel: {BLOCK}",
+                    f"  - nodeLabel: {RACK}",
+                    f"  - nodeLabel: {HOST}",
+                ]
+            )
+        )
         n_hosts = draw(st.integers(2, 4))
         two_blocks = n_hosts == 4 and draw(st.booleans())
         for i in range(n_hosts):
             block = f"b{i // 2}" if two_blocks else "b0"
-            hosts.append(Host(
-                f"h{i}", block, f"r{i // 2}",
-                cpu=draw(st.integers(2, 6)), gpu=draw(st.sampled_from([2, 4])),
-            ))
+            hosts.append(
+                Host(
+                    f"h{i}",
+                    block,
+                    f"r{i // 2}",
+                    cpu=draw(st.integers(2, 6)),
+                    gpu=draw(st.sampled_from([2, 4])),
+                )
+            )
             docs.append(_node(hosts[-1]))
     n_queues = draw(st.integers(1, 2))
     cohort = "co" if n_queues == 2 and draw(st.booleans()) else None
@@ -192,15 +249,27 @@ def instances(draw: st.DrawFn, max_pending: int = 6, max_running: int = 3) -> In
                 lending[(f, r)] = (
                     draw(st.none() | st.integers(0, top)) if cohort else None
                 )
-        within = draw(st.sampled_from(
-            ["Never", "LowerPriority", "LowerOrNewerEqualPriority"]))
+        within = draw(
+            st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])
+        )
         reclaim = draw(st.sampled_from(["Never", "LowerPriority", "Any"]))
         borrow_within = (
             draw(st.sampled_from(["Never", "LowerPriority"]))
-            if reclaim != "Never" else "Never"
+            if reclaim != "Never"
+            else "Never"
         )
-        queues.append(Queue(f"cq{i}", list(order), nominal, borrowing, lending,
-                            within, reclaim, borrow_within))
+        queues.append(
+            Queue(
+                f"cq{i}",
+                list(order),
+                nominal,
+                borrowing,
+                lending,
+                within,
+                reclaim,
+                borrow_within,
+            )
+        )
     docs += [_queue(q, cohort) for q in queues]
     minute = 0
     n_running = 0
@@ -221,21 +290,36 @@ def instances(draw: st.DrawFn, max_pending: int = 6, max_running: int = 3) -> In
         minute += 1
         n_running += 1
         topo = ("unconstrained", "") if f == TAS_FLAVOR else None
-        lines = _workload(f"run{i}", q.name, draw(st.sampled_from([0, 10, 20])),
-                          minute, [_pod_set("main", count, cpu, gpu, None, topo)])
+        lines = _workload(
+            f"run{i}",
+            q.name,
+            draw(st.sampled_from([0, 10, 20])),
+            minute,
+            [_pod_set("main", count, cpu, gpu, None, topo)],
+        )
         usage = f"{{cpu: '{cpu * count}'" + (f", {GPU}: '{gpu * count}'" if gpu else "")
         flav = f"{{cpu: {f}" + (f", {GPU}: {f}" if gpu else "")
         lines += [
-            "status:", "  admission:", f"    clusterQueue: {q.name}",
-            "    podSetAssignments:", "    - name: main", f"      count: {count}",
-            f"      flavors: {flav}}}", f"      resourceUsage: {usage}}}",
+            "status:",
+            "  admission:",
+            f"    clusterQueue: {q.name}",
+            "    podSetAssignments:",
+            "    - name: main",
+            f"      count: {count}",
+            f"      flavors: {flav}}}",
+            f"      resourceUsage: {usage}}}",
         ]
         if placement:
-            lines += ["      topologyAssignment:", f"        levels: [{HOST}]",
-                      "        domains:"]
+            lines += [
+                "      topologyAssignment:",
+                f"        levels: [{HOST}]",
+                "        domains:",
+            ]
             lines += [f"        - {{values: [{h}], count: {n}}}" for h, n in placement]
         lines += [
-            "  conditions:", "  - type: QuotaReserved", "    status: 'True'",
+            "  conditions:",
+            "  - type: QuotaReserved",
+            "    status: 'True'",
             "    reason: QuotaReserved",
             f"    lastTransitionTime: '2026-01-01T00:{minute:02d}:30Z'",
         ]
@@ -259,23 +343,41 @@ def instances(draw: st.DrawFn, max_pending: int = 6, max_running: int = 3) -> In
                 cpu = 1
             topology = None
             if tas and draw(st.booleans()):
-                topology = draw(st.sampled_from([
-                    ("required", HOST), ("required", RACK), ("preferred", RACK),
-                    ("preferred", HOST), ("unconstrained", ""),
-                ]))
-            pod_sets.append(
-                _pod_set(f"ps{j}", count, cpu, gpu, min_count, topology))
+                topology = draw(
+                    st.sampled_from(
+                        [
+                            ("required", HOST),
+                            ("required", RACK),
+                            ("preferred", RACK),
+                            ("preferred", HOST),
+                            ("unconstrained", ""),
+                        ]
+                    )
+                )
+            pod_sets.append(_pod_set(f"ps{j}", count, cpu, gpu, min_count, topology))
         minute += 1
-        docs.append(_doc(_workload(
-            f"w{i}", q.name, draw(st.sampled_from([0, 10, 20])), minute, pod_sets)))
-    summary = (f"{len(queues)} queue(s){' in a cohort' if cohort else ''}, "
-               f"flavors {flavors}, {len(hosts)} host(s), {n_running} running, "
-               f"{n_pending} pending")
+        docs.append(
+            _doc(
+                _workload(
+                    f"w{i}",
+                    q.name,
+                    draw(st.sampled_from([0, 10, 20])),
+                    minute,
+                    pod_sets,
+                )
+            )
+        )
+    summary = (
+        f"{len(queues)} queue(s){' in a cohort' if cohort else ''}, "
+        f"flavors {flavors}, {len(hosts)} host(s), {n_running} running, "
+        f"{n_pending} pending"
+    )
     return Instance("---\n".join(docs), n_pending, n_running, tas, summary)
 
 
-def _fits_quota(q: Queue, queues: list[Queue], cohort: str | None, f: str,
-                cpu: int, gpu: int) -> bool:
+def _fits_quota(
+    q: Queue, queues: list[Queue], cohort: str | None, f: str, cpu: int, gpu: int
+) -> bool:
     """Running workloads start in a consistent state: after adding this one,
     the quota tree still satisfies kueue-semantics §9's linear form (queues
     within nominal plus borrowingLimit, the cohort within what the queues'
@@ -311,7 +413,7 @@ def _place(hosts: list[Host], count: int, cpu: int, gpu: int) -> list[tuple[str,
     left = count
     for h in hosts:
         n = 0
-        while (left and h.used_cpu + cpu <= h.cpu and h.used_gpu + gpu <= h.gpu):
+        while left and h.used_cpu + cpu <= h.cpu and h.used_gpu + gpu <= h.gpu:
             h.used_cpu += cpu
             h.used_gpu += gpu
             n += 1

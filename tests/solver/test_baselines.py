@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.loader import load_snapshot, snapshot_from_text
-from benchmarks.harness.matrix import Instance, generate_snapshot
-from models.snapshot import Snapshot
-from models.validate import validate
-from solver.baselines import BASELINES, run_baseline
-from solver.baselines.binpack_gang import run_binpack_gang
-from solver.baselines.kube_default import run_kube_default
+from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
+from placewise.solver.baselines import BASELINES, run_baseline
+from placewise.solver.baselines.binpack_gang import run_binpack_gang
+from placewise.solver.baselines.kube_default import run_kube_default
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = sorted((ROOT / "instances" / "demo").glob("*.yaml"))
@@ -69,8 +69,13 @@ def pod(name: str, node: str, gpus: int, cpu: int = 4) -> str:
 
 
 def workload(
-    name: str, count: int, gpus: int, minute: int = 0, priority: int = 0,
-    topology: str = "", min_count: int | None = None,
+    name: str,
+    count: int,
+    gpus: int,
+    minute: int = 0,
+    priority: int = 0,
+    topology: str = "",
+    min_count: int | None = None,
 ) -> str:
     extra = f"    minCount: {min_count}\n" if min_count is not None else ""
     topo = f"    topologyRequest: {{{topology}}}\n" if topology else ""
@@ -226,8 +231,14 @@ def test_demo_plans_are_valid(name):
     assert admitted
 
 
-FAMILIES = ("default", "fragmented", "multi-team", "preemption-heavy",
-            "topology-heavy", "scale-100")
+FAMILIES = (
+    "default",
+    "fragmented",
+    "multi-team",
+    "preemption-heavy",
+    "topology-heavy",
+    "scale-100",
+)
 
 
 @pytest.fixture(scope="module")

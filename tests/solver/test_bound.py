@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
-import solver.bound as bound_module
-from adapters.cli import main
-from adapters.generate import dumps, family, generate
-from adapters.loader import load_snapshot, snapshot_from_text
-from models.plan import Plan
-from models.snapshot import Snapshot
-from solver.bound import aggregate_bound, gpus_after, lp_bound, running_gpus
-from solver.cpsat import CpSatParams, solve_cpsat
-from solver.cpsat.data import leaf_fit
-from solver.greedy import solve_greedy
+import placewise.solver.bound as bound_module
+from placewise.adapters.cli import main
+from placewise.adapters.generate import dumps, family, generate
+from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.solver.bound import aggregate_bound, gpus_after, lp_bound, running_gpus
+from placewise.solver.cpsat import CpSatParams, solve_cpsat
+from placewise.solver.cpsat.data import leaf_fit
+from placewise.solver.greedy import solve_greedy
 from tests.solver.strategies import instances
 from tests.solver.test_greedy_kueue_cases import case_dirs
 
@@ -82,8 +82,14 @@ status:
 """
 
 
-def _queue(name: str, gpus: int, cohort: str | None = None,
-           within: str = "Never", reclaim: str = "Never", extra: str = "") -> str:
+def _queue(
+    name: str,
+    gpus: int,
+    cohort: str | None = None,
+    within: str = "Never",
+    reclaim: str = "Never",
+    extra: str = "",
+) -> str:
     return f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {{name: {name}}}
@@ -106,9 +112,16 @@ spec: {{clusterQueue: {name}}}
 """
 
 
-def _pending(name: str, queue: str, count: int, gpus: int, priority: int = 0,
-             minute: int = 1, topology: str = "unconstrained: true",
-             min_count: int | None = None) -> str:
+def _pending(
+    name: str,
+    queue: str,
+    count: int,
+    gpus: int,
+    priority: int = 0,
+    minute: int = 1,
+    topology: str = "unconstrained: true",
+    min_count: int | None = None,
+) -> str:
     mc = f"\n    minCount: {min_count}" if min_count else ""
     return f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: Workload
@@ -130,8 +143,9 @@ spec:
 """
 
 
-def _running(name: str, queue: str, host: str, count: int, gpus: int,
-             priority: int = 0) -> str:
+def _running(
+    name: str, queue: str, host: str, count: int, gpus: int, priority: int = 0
+) -> str:
     return f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: Workload
 metadata: {{name: {name}, namespace: default,
@@ -174,7 +188,9 @@ def test_bound_is_exact_when_everything_fits() -> None:
     """Ample quota and hosts: every pending GPU is admitted, and the bound
     (LP and ceiling alike) is exactly running plus pending GPUs."""
     snap = _snap(
-        _node("h1", "r1", 8), _node("h2", "r1", 8), _node("h3", "r2", 8),
+        _node("h1", "r1", 8),
+        _node("h2", "r1", 8),
+        _node("h3", "r2", 8),
         _queue("q", 100),
         _running("old", "q", "h1", 2, 1),
         _pending("a", "q", 2, 4, topology="required: example.com/rack"),
@@ -207,10 +223,13 @@ def test_required_rack_bound_sees_fragmentation() -> None:
     in one rack: the LP's domain rows cap it below the 12 free GPUs, where
     the capacity ceiling cannot."""
     snap = _snap(
-        _node("h1", "r1", 4), _node("h2", "r1", 4),
-        _node("h3", "r2", 4), _node("h4", "r2", 4),
+        _node("h1", "r1", 4),
+        _node("h2", "r1", 4),
+        _node("h3", "r2", 4),
+        _node("h4", "r2", 4),
         _queue("q", 100),
-        _running("x", "q", "h1", 1, 2), _running("y", "q", "h3", 1, 2),
+        _running("x", "q", "h1", 1, 2),
+        _running("y", "q", "h3", 1, 2),
         _pending("gang", "q", 4, 2, topology="required: example.com/rack"),
     )
     plans = _plans(snap)
@@ -226,7 +245,9 @@ def test_bound_counts_preemption_and_quota() -> None:
     borrow from a cohort peer; the bound covers the plan that does both, and
     stays within the cohort's quota."""
     snap = _snap(
-        _node("h1", "r1", 8), _node("h2", "r1", 8), _node("h3", "r2", 8),
+        _node("h1", "r1", 8),
+        _node("h2", "r1", 8),
+        _node("h3", "r2", 8),
         _queue("q1", 8, cohort="co", within="LowerPriority", reclaim="Any"),
         _queue("q2", 8, cohort="co"),
         _running("low", "q1", "h1", 4, 2, priority=0),
@@ -263,8 +284,10 @@ def test_workloads_outside_the_model_still_count() -> None:
 # -- generated, random and Kueue-derived instances -----------------------------
 
 
-@pytest.mark.parametrize("name", ["default", "fragmented", "preemption-heavy",
-                                  "topology-heavy", "multi-team"])
+@pytest.mark.parametrize(
+    "name",
+    ["default", "fragmented", "preemption-heavy", "topology-heavy", "multi-team"],
+)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_bound_holds_on_small_generated_instances(name: str, seed: int) -> None:
     """Generator families cut down to 8 hosts and 12 pending workloads."""
@@ -273,8 +296,12 @@ def test_bound_holds_on_small_generated_instances(name: str, seed: int) -> None:
     _assert_bounds(snap, _plans(snap))
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(instances())
 def test_bound_holds_on_random_instances(inst: object) -> None:
     """Random cohorts, TAS hosts, preemptible running work and partial
@@ -342,16 +369,30 @@ def test_grouped_leaves_stay_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     snaps = [
         load_snapshot(DEMO),
         _snap(
-            _node("h1", "r1", 4), _node("h2", "r1", 4),
-            _node("h3", "r2", 4), _node("h4", "r2", 4),
+            _node("h1", "r1", 4),
+            _node("h2", "r1", 4),
+            _node("h3", "r2", 4),
+            _node("h4", "r2", 4),
             _queue("q", 100),
-            _running("x", "q", "h1", 1, 2), _running("y", "q", "h3", 1, 2),
+            _running("x", "q", "h1", 1, 2),
+            _running("y", "q", "h3", 1, 2),
             _pending("gang", "q", 4, 2, topology="required: example.com/rack"),
-            _pending("pinned", "q", 2, 1, minute=2,
-                     topology="required: kubernetes.io/hostname"),
+            _pending(
+                "pinned",
+                "q",
+                2,
+                1,
+                minute=2,
+                topology="required: kubernetes.io/hostname",
+            ),
         ),
-        snapshot_from_text(dumps(generate(
-            family("topology-heavy").with_overrides(nodes=12, pending=16), 3))),
+        snapshot_from_text(
+            dumps(
+                generate(
+                    family("topology-heavy").with_overrides(nodes=12, pending=16), 3
+                )
+            )
+        ),
     ]
     for snap in snaps:
         per_leaf = lp_bound(snap, "cbc")
@@ -387,20 +428,35 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_custom_accelerators(capsys: pytest.CaptureFixture[str]) -> None:
     """Another resource can be counted: nothing requests TPUs in the demo."""
-    assert main(["bound", *DEMO, "--format", "json", "--lp-solver", "cbc",
-                 "--accelerators", "google.com/tpu"]) == 0
+    assert (
+        main(
+            [
+                "bound",
+                *DEMO,
+                "--format",
+                "json",
+                "--lp-solver",
+                "cbc",
+                "--accelerators",
+                "google.com/tpu",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["bound"] == 0
 
 
-def test_cli_missing_file_exits_2(tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_missing_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """An unreadable instance is an input error, named on stderr."""
     assert main(["bound", str(tmp_path / "nope.yaml")]) == 2
     assert "nope.yaml" in capsys.readouterr().err
 
 
-def test_cli_malformed_instance_exits_2(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_malformed_instance_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """YAML syntax errors exit 2 with the file named."""
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: Node\nmetadata: [unclosed\n")

@@ -14,12 +14,12 @@ import logging
 
 import pytest
 
-from benchmarks.harness.matrix import Instance, generate_snapshot
-from models.plan import Plan
-from models.validate import validate
-from solver.cpsat import CpSatParams, solve_cpsat
-from solver.cpsat.model import CPModel
-from solver.greedy import solve_greedy
+from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
+from placewise.models.plan import Plan
+from placewise.models.validate import validate
+from placewise.solver.cpsat import CpSatParams, solve_cpsat
+from placewise.solver.cpsat.model import CPModel
+from placewise.solver.greedy import solve_greedy
 from tests.solver.exhaustive import demand_vector
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from models.validate import validate
-from solver.cpsat import CpSatParams
-from solver.cpsat.data import compile_data
-from solver.cpsat.model import CPModel
-from solver.cpsat.solve import solve_cpsat
-from solver.greedy import solve_greedy
+from placewise.models.validate import validate
+from placewise.solver.cpsat import CpSatParams
+from placewise.solver.cpsat.data import compile_data
+from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.solve import solve_cpsat
+from placewise.solver.greedy import solve_greedy
 from tests.solver.test_greedy_kueue_cases import case_dirs, load_case
 
 PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)

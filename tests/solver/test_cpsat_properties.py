@@ -28,12 +28,12 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, assume, event, given, note, settings
 
-from adapters.loader import snapshot_from_text
-from models.validate import validate
-from solver.cpsat import CpSatParams, solve_cpsat
-from solver.cpsat.data import compile_data
-from solver.cpsat.model import CPModel
-from solver.greedy import solve_greedy
+from placewise.adapters.loader import snapshot_from_text
+from placewise.models.validate import validate
+from placewise.solver.cpsat import CpSatParams, solve_cpsat
+from placewise.solver.cpsat.data import compile_data
+from placewise.solver.cpsat.model import CPModel
+from placewise.solver.greedy import solve_greedy
 from tests.solver.exhaustive import (
     SearchTooLarge,
     demand_vector,
@@ -64,8 +64,13 @@ def _quiet() -> object:
     logging.disable(logging.NOTSET)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, phases=PHASES,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    phases=PHASES,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(instances())
 def test_cpsat_plan_is_valid_and_not_worse_than_greedy(inst: Instance) -> None:
     """CP-SAT's plan is feasible and lexicographically >= a feasible greedy plan."""
@@ -86,8 +91,13 @@ def test_cpsat_plan_is_valid_and_not_worse_than_greedy(inst: Instance) -> None:
     assert got >= floor
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, phases=PHASES,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    phases=PHASES,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(instances(max_pending=6, max_running=2))
 def test_cpsat_optimum_matches_exhaustive_search(inst: Instance) -> None:
     """When CP-SAT proves OPTIMAL, brute force over validated plans agrees."""
@@ -312,7 +322,8 @@ def test_validator_accepts_admission_inside_private_quota() -> None:
     assert not validate(snap, plan)
 
 
-BORROW_LATER = """apiVersion: v1
+BORROW_LATER = (
+    """apiVersion: v1
 kind: Namespace
 metadata: {name: default}
 ---
@@ -320,8 +331,9 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: f}
 spec: {}
-""" + "".join(
-    f"""---
+"""
+    + "".join(
+        f"""---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {{name: {name}}}
@@ -341,10 +353,13 @@ kind: LocalQueue
 metadata: {{name: {name}, namespace: default}}
 spec: {{clusterQueue: {name}}}
 """
-    for name, nominal, reclaim in (
-        ("a", 8, "Any"), ("b", 0, "Never"), ("c", 4, "Never")
+        for name, nominal, reclaim in (
+            ("a", 8, "Any"),
+            ("b", 0, "Never"),
+            ("c", 4, "Never"),
+        )
     )
-) + """---
+    + """---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: Workload
 metadata: {name: borrower, namespace: default,
@@ -372,8 +387,9 @@ status:
   conditions:
   - {type: QuotaReserved, status: 'True', reason: QuotaReserved,
      lastTransitionTime: '2026-01-01T00:00:30Z'}
-""" + "".join(
-    f"""---
+"""
+    + "".join(
+        f"""---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: Workload
 metadata: {{name: {name}, namespace: default,
@@ -390,7 +406,8 @@ spec:
           resources:
             requests: {{nvidia.com/gpu: '{gpus}'}}
 """
-    for name, minute, gpus in (("big", 1, 8), ("small", 2, 4))
+        for name, minute, gpus in (("big", 1, 8), ("small", 2, 4))
+    )
 )
 """Cohort of a (8 GPUs, reclaimWithinCohort Any, borrowWithinCohort Never),
 b (0, running 'borrower' holds 8 borrowed GPUs) and c (4, idle).  Cycle 1:

@@ -9,11 +9,11 @@ import logging
 
 import pytest
 
-from benchmarks.harness.matrix import Instance, generate_snapshot
-from models.validate import validate
-from solver.cpsat import CpSatParams, solve_cpsat
-from solver.cpsat import solve as cpsat_solve
-from solver.greedy import solve_greedy
+from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
+from placewise.models.validate import validate
+from placewise.solver.cpsat import CpSatParams, solve_cpsat
+from placewise.solver.cpsat import solve as cpsat_solve
+from placewise.solver.greedy import solve_greedy
 from tests.solver.exhaustive import demand_vector
 
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from adapters.loader import load_snapshot
-from models.cluster import HOSTNAME_LABEL
-from models.plan import Plan
-from models.snapshot import Snapshot
-from models.workload import SliceLayer
-from solver.greedy import solve_greedy
+from placewise.adapters.loader import load_snapshot
+from placewise.models.cluster import HOSTNAME_LABEL
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import SliceLayer
+from placewise.solver.greedy import solve_greedy
 from tests.kueue_cases import assert_feasible
 
 CASES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-cases"
@@ -30,6 +30,12 @@ XFAIL: dict[str, str] = {
         "keeps the earlier flavor alpha (fungibility tie rule) and preempts 'low'"
     ),
 }
+
+PENDING_GROUP = "fairsharing"
+PENDING_REASON = (
+    "fair sharing (issue 11) is not implemented yet: these cases run Kueue with "
+    "fairSharing.enable"
+)
 
 
 # The v1beta1 transcription of these cases lost the pod-set slice layers the
@@ -160,6 +166,8 @@ def test_kueue_case(case: Path) -> None:
     case_id = f"{case.parent.name}/{case.name}"
     if case_id in XFAIL:
         pytest.xfail(XFAIL[case_id])
+    if case.parent.name == PENDING_GROUP:
+        pytest.xfail(PENDING_REASON)
     expected = yaml.safe_load((case / "expected.yaml").read_text())
     snap = load_case(case)
     plan = solve_greedy(snap, cycles=expected.get("cycles", 1))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solver.quota import QuotaTree
+from placewise.solver.quota import QuotaTree
 from tests.helpers import cq_yaml, flavor_yaml, snapshot
 
 FR = ("f", "cpu")
@@ -22,7 +22,8 @@ spec:
       - {name: cpu, nominalQuota: '0', borrowingLimit: '5'}
 """
     snap = snapshot(
-        flavor_yaml(), cohort_c,
+        flavor_yaml(),
+        cohort_c,
         cq_yaml("a", cohort="c", quotas={"cpu": ("10", None, "4")}),
         cq_yaml("b", cohort="r", quotas={"cpu": ("6", None, None)}),
     )

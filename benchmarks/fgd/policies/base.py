@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import ClusterState, Decision
 
 __all__ = ["Policy"]
 

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchmarks.fgd.cluster import ClusterState, Decision
-from benchmarks.fgd.policies.base import first_cards, tightest_card
-from benchmarks.fgd.protocol import Workload
-from benchmarks.fgd.trace import CARD_MILLI
+from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.policies.base import first_cards, tightest_card
+from placewise.benchmarks.fgd.protocol import Workload
+from placewise.benchmarks.fgd.trace import CARD_MILLI
 
 __all__ = ["BestFit"]
 

@@ -1,7 +1,7 @@
 """FGD (Fragmentation Gradient Descent, ATC'23) as the simulator scores it.
 
 Each feasible node scores ``int(sigmoid((F_before - F_after) / 1000) * 100)``
-with F from :mod:`benchmarks.fgd.frag`; there is no normalisation, so many
+with F from :mod:`placewise.benchmarks.fgd.frag`; there is no normalisation, so many
 nodes tie and the smallest ``rand.Perm`` prefix wins.  A sharing pod is tried
 on every card that fits; the node's score is its best card's and the pod goes
 to the first card (by index) reaching it.  Other pods subtract from the least
@@ -18,11 +18,11 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.fgd.cluster import ClusterState, Decision
-from benchmarks.fgd.frag import TypicalPods, frag_amount, typical_pods
-from benchmarks.fgd.policies.base import first_cards
-from benchmarks.fgd.protocol import Workload
-from benchmarks.fgd.trace import CARD_MILLI, Trace
+from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.frag import TypicalPods, frag_amount, typical_pods
+from placewise.benchmarks.fgd.policies.base import first_cards
+from placewise.benchmarks.fgd.protocol import Workload
+from placewise.benchmarks.fgd.trace import CARD_MILLI, Trace
 
 __all__ = ["FGD", "FragCache", "fgd_scores", "sharing_options", "sub_least_sufficient"]
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.fgd.cluster import ClusterState, Decision
-from benchmarks.fgd.frag import TypicalPods, typical_pods
-from benchmarks.fgd.policies.base import first_cards
-from benchmarks.fgd.policies.fgd import FragCache, fgd_scores, sharing_options
-from benchmarks.fgd.protocol import Workload
-from benchmarks.fgd.trace import CARD_MILLI, Trace
+from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.frag import TypicalPods, typical_pods
+from placewise.benchmarks.fgd.policies.base import first_cards
+from placewise.benchmarks.fgd.policies.fgd import FragCache, fgd_scores, sharing_options
+from placewise.benchmarks.fgd.protocol import Workload
+from placewise.benchmarks.fgd.trace import CARD_MILLI, Trace
 
 __all__ = ["CPU_PER_GPU", "Options", "StrandAwareFGD", "pod_options", "stranding"]
 

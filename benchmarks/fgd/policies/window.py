@@ -38,17 +38,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.fgd.cluster import ClusterState, Decision
-from benchmarks.fgd.frag import TypicalPods
-from benchmarks.fgd.policies.greedy import (
+from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.frag import TypicalPods
+from placewise.benchmarks.fgd.policies.greedy import (
     CPU_PER_GPU,
     Options,
     StrandAwareFGD,
     pod_options,
 )
-from benchmarks.fgd.policies.window_model import SolveParams, WindowModel
-from benchmarks.fgd.protocol import Workload
-from benchmarks.fgd.trace import Trace
+from placewise.benchmarks.fgd.policies.window_model import SolveParams, WindowModel
+from placewise.benchmarks.fgd.protocol import Workload
+from placewise.benchmarks.fgd.trace import Trace
 
 __all__ = ["WindowParams", "WindowPolicy", "WindowStats"]
 

@@ -14,9 +14,9 @@ import numpy as np
 from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
-from benchmarks.fgd.cluster import ClusterState, Decision
-from benchmarks.fgd.policies.greedy import Options
-from benchmarks.fgd.trace import CARD_MILLI
+from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.policies.greedy import Options
+from placewise.benchmarks.fgd.trace import CARD_MILLI
 
 __all__ = ["SolveParams", "WindowModel"]
 

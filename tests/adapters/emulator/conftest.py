@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from adapters.emulator import Emulator
+from placewise.adapters.emulator import Emulator
 from tests.helpers import node_object
 
 NODE_ALLOC = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "4"}

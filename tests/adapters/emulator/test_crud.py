@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes import client
 
-from adapters.emulator import Emulator
+from placewise.adapters.emulator import Emulator
 from tests.adapters.emulator.conftest import BASE_OBJECTS, pod
 
 

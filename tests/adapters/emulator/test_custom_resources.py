@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
-from adapters.emulator import Emulator, load_instance_files, read_objects
+from placewise.adapters.emulator import Emulator, load_instance_files, read_objects
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "kueue-cases"

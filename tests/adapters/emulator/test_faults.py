@@ -10,7 +10,7 @@ import pytest
 import urllib3
 from kubernetes import client, watch
 
-from adapters.emulator import Emulator
+from placewise.adapters.emulator import Emulator
 from tests.adapters.emulator.conftest import pod
 
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 from kubernetes import client, watch
 
-from adapters.emulator import Emulator
+from placewise.adapters.emulator import Emulator
 from tests.adapters.emulator.conftest import BASE_OBJECTS, pod
 
 

@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from adapters.emulator import Emulator
-from adapters.emulator.scheduler_standin import ExtenderConfig, SchedulerStandin
+from placewise.adapters.emulator import Emulator
+from placewise.adapters.emulator.scheduler_standin import (
+    ExtenderConfig,
+    SchedulerStandin,
+)
 from tests.adapters.emulator.conftest import node, pod
 
 Reply = Callable[[str, dict[str, Any]], Any]

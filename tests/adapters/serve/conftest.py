@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin
-from adapters.serve import Kube, ServeConfig, Sidecar
+from placewise.adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin
+from placewise.adapters.serve import Kube, ServeConfig, Sidecar
 from tests.helpers import node_object
 
 JSON = dict[str, Any]

@@ -145,7 +145,7 @@ def test_deploy_scheduler_config_wires_the_extender(harness_factory):
     through the extender and only sends pods that request the managed resource."""
     import yaml
 
-    from adapters.emulator import ExtenderConfig, SchedulerStandin
+    from placewise.adapters.emulator import ExtenderConfig, SchedulerStandin
 
     root = Path(__file__).resolve().parents[3]
     (cm,) = yaml.safe_load_all((root / "deploy" / "scheduler-config.yaml").read_text())

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from adapters.emulator import gojson
+from placewise.adapters.emulator import gojson
 from tests.adapters.serve.conftest import (
     debug,
     http,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 
-from adapters.emulator import gojson
+from placewise.adapters.emulator import gojson
 from tests.adapters.serve.conftest import (
     assert_sound,
     debug,

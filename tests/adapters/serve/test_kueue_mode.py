@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from adapters.emulator import Emulator
-from adapters.loader import RawObject, decode_objects
-from adapters.serve.kueue_mode import compress
+from placewise.adapters.emulator import Emulator
+from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.serve.kueue_mode import compress
 from tests.adapters.serve.conftest import (
     GPU,
     Harness,

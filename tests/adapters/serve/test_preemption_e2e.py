@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from adapters.emulator import gojson
+from placewise.adapters.emulator import gojson
 from tests.adapters.serve.conftest import (
     assert_sound,
     debug,

@@ -6,9 +6,9 @@ decision Kueue's rules imply; every plan also passes the validator.
 
 from __future__ import annotations
 
-from models.plan import Plan
-from models.snapshot import Snapshot
-from solver.greedy import solve_greedy
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
+from placewise.solver.greedy import solve_greedy
 from tests.helpers import NS, flavor_yaml, snapshot
 from tests.kueue_cases import assert_feasible
 

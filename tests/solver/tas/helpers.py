@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topology
-from models.scheduling import PodPlacement, Taint, Toleration
-from models.snapshot import Objects, Snapshot
-from models.workload import SliceLayer, TopologyAssignment, TopologyRequest
-from solver.tas import TasPodSetRequest, TasState
+from placewise.models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topology
+from placewise.models.scheduling import PodPlacement, Taint, Toleration
+from placewise.models.snapshot import Objects, Snapshot
+from placewise.models.workload import SliceLayer, TopologyAssignment, TopologyRequest
+from placewise.solver.tas import TasPodSetRequest, TasState
 
 BLOCK, RACK, HOST = "block", "rack", HOSTNAME_LABEL
 LEVELS3 = (BLOCK, RACK, HOST)

@@ -6,9 +6,9 @@ import random
 
 import numpy as np
 
-import solver.tas.capacity as capacity
-from solver.tas import TasState
-from solver.tas.capacity import fit_count
+import placewise.solver.tas.capacity as capacity
+from placewise.solver.tas import TasState
+from placewise.solver.tas.capacity import fit_count
 from tests.solver.tas.helpers import counts, node, place, request, snapshot
 
 

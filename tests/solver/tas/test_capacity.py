@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from models.cluster import ClusterQueue, Pod, ResourceFlavor, Topology
-from models.quantity import UNLIMITED
-from models.snapshot import Objects, Snapshot
-from models.workload import (
+from placewise.models.cluster import ClusterQueue, Pod, ResourceFlavor, Topology
+from placewise.models.quantity import UNLIMITED
+from placewise.models.snapshot import Objects, Snapshot
+from placewise.models.workload import (
     Admission,
     PodSet,
     PodSetAssignment,
@@ -18,7 +18,7 @@ from models.workload import (
     TopologyDomain,
     Workload,
 )
-from solver.tas import TasState
+from placewise.solver.tas import TasState
 from tests.solver.tas.helpers import HOST, LEVELS3, RACK, counts, node, place, request
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

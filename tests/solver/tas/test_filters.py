@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from models.cluster import ResourceFlavor
-from models.scheduling import (
+from placewise.models.cluster import ResourceFlavor
+from placewise.models.scheduling import (
     NodeSelectorTerm,
     PodPlacement,
     Requirement,
     Taint,
     Toleration,
 )
-from solver.tas import TasPodSetRequest, TasState
+from placewise.solver.tas import TasPodSetRequest, TasState
 from tests.solver.tas.helpers import counts, node, place, request, snapshot
 
 GPU_TAINT = Taint(key="gpu", value="true", effect="NoSchedule")

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from adapters.loader import load_snapshot
-from models.workload import SliceLayer, Workload
-from solver.tas import TasPodSetRequest, TasState
+from placewise.adapters.loader import load_snapshot
+from placewise.models.workload import SliceLayer, Workload
+from placewise.solver.tas import TasPodSetRequest, TasState
 
 CASES = Path(__file__).resolve().parents[3].parent / "shared" / "kueue-cases" / "tas"
 

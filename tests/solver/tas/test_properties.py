@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.workload import TopologyAssignment
-from solver.tas import TasPodSetRequest, TasState
+from placewise.models.workload import TopologyAssignment
+from placewise.solver.tas import TasPodSetRequest, TasState
 from tests.solver.tas.helpers import BLOCK, HOST, LEVELS3, RACK, node, request, snapshot
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import solver.tas.distribute as walk
-from solver.tas import TasPodSetRequest, TasState
-from solver.tas.request import Params, interpret
+import placewise.solver.tas.distribute as walk
+from placewise.solver.tas import TasPodSetRequest, TasState
+from placewise.solver.tas.request import Params, interpret
 from tests.solver.tas import reference
 from tests.solver.tas.helpers import request
 from tests.solver.tas.test_properties import build, clusters, requests

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solver.tas import TasState
+from placewise.solver.tas import TasState
 from tests.solver.tas.helpers import HOST, RACK, counts, node, place, request, snapshot
 
 
