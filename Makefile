@@ -22,6 +22,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p placewise
 
 clean:
