@@ -19,7 +19,7 @@ from placewise.models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topol
 from placewise.models.scheduling import PodPlacement
 from placewise.models.snapshot import Objects, Snapshot
 from placewise.models.workload import SliceLayer, TopologyRequest
-from placewise.solver.tas import TasPodSetRequest, TasState
+from placewise.solver.kueue.tas import TasPodSetRequest, TasState
 
 BLOCK, RACK = "cloud.com/block", "cloud.com/rack"
 GPU = "nvidia.com/gpu"

@@ -15,6 +15,9 @@ ResourceMap = dict[str, int]
 """resource name -> integer units; frozen records never mutate it."""
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+PODS = "pods"
+"""The pod-count resource a ClusterQueue may cover (one unit per pod)."""
+KUEUE_GROUP = "kueue.x-k8s.io"
 
 
 class ResourceFlavor(Frozen):

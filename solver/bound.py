@@ -76,6 +76,7 @@ from typing import Literal
 
 import numpy as np
 
+from placewise.models.cluster import PODS
 from placewise.models.plan import Plan
 from placewise.models.quantity import UNLIMITED
 from placewise.models.scheduling import untolerated
@@ -83,15 +84,14 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Workload
 from placewise.solver.cpsat.data import (
     MAX_REQUEST,
-    PODS,
     ModelData,
     PodSetData,
     VictimData,
     compile_data,
 )
-from placewise.solver.cpsat.objective import Policy
-from placewise.solver.eligibility import flavor_rejection
-from placewise.solver.quota import FR, QuotaNode
+from placewise.solver.kueue.eligibility import flavor_rejection
+from placewise.solver.kueue.quota import FR, QuotaNode
+from placewise.solver.kueue.resources import ACCELERATORS
 
 __all__ = [
     "ACCELERATORS",
@@ -102,8 +102,6 @@ __all__ = [
     "running_gpus",
 ]
 
-ACCELERATORS: tuple[str, ...] = Policy().accelerators
-"""Resources counted as accelerator units (the objective's "GPUs first")."""
 
 LpSolver = Literal["highs", "cbc"]
 INF = math.inf

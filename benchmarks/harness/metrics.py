@@ -37,14 +37,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from placewise.models.cluster import HOSTNAME_LABEL, Node
+from placewise.models.cluster import HOSTNAME_LABEL, PODS, Node
 from placewise.models.plan import Plan
 from placewise.models.scheduling import PodPlacement, Toleration, untolerated
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSet, PodSetAssignment, TopologyDomain, Workload
-
-ACCELERATORS: tuple[str, ...] = ("nvidia.com/gpu", "amd.com/gpu", "google.com/tpu")
-PODS = "pods"
+from placewise.solver.kueue.resources import ACCELERATORS
 
 NodeUsage = dict[str, dict[str, int]]
 """node name -> resource -> amount."""

@@ -35,7 +35,6 @@ from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSet, Workload
 from placewise.solver.baselines.common import (
-    ACCELERATORS,
     BaselineOutcome,
     BaselineScheduler,
     FlavorChoice,
@@ -46,6 +45,7 @@ from placewise.solver.baselines.common import (
     Placement,
     PodSetPlacement,
 )
+from placewise.solver.kueue.resources import ACCELERATORS
 
 WEIGHTS: dict[str, float] = {"cpu": 1.0, "memory": 1.0} | {r: 2.0 for r in ACCELERATORS}
 """Binpack weights per resource; resources not listed do not score."""

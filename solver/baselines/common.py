@@ -6,10 +6,10 @@ as a ClusterQueue would allow it, otherwise a baseline could look better
 than Kueue by ignoring quota.  :class:`BaselineScheduler` therefore owns the
 walk over pending workloads (one global priority, then queue-time order;
 StrictFIFO queues block behind their first failure), flavor candidates
-(eligibility from :mod:`placewise.solver.eligibility`, resource-group order,
-``whenCanBorrow``), quota fit on :class:`placewise.solver.quota.QuotaTree` (with
+(eligibility from :mod:`placewise.solver.kueue.eligibility`, resource-group order,
+``whenCanBorrow``), quota fit on :class:`placewise.solver.kueue.quota.QuotaTree` (with
 Kueue's partial admission down to ``minCount``), node capacity on
-:class:`placewise.solver.tas.TasState`, and turning decisions into a Plan.  A
+:class:`placewise.solver.kueue.tas.TasState`, and turning decisions into a Plan.  A
 subclass only says where pods go (:meth:`BaselineScheduler.place`).
 
 Baselines never preempt: neither kube-scheduler's default profile (for
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from placewise.models.cluster import ClusterQueue
+from placewise.models.cluster import PODS, ClusterQueue
 from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import (
@@ -38,25 +38,20 @@ from placewise.models.workload import (
     TopologyDomain,
     Workload,
 )
-from placewise.solver.eligibility import flavor_rejection, requests_tas
-from placewise.solver.quota import FR, QuotaTree
-from placewise.solver.tas import FlavorTree, TasState
-from placewise.solver.tas.types import CAP, PODS
+from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas
+from placewise.solver.kueue.order import queue_order
+from placewise.solver.kueue.quota import FR, QuotaTree
+from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.kueue.tas import FlavorTree, TasState
+from placewise.solver.kueue.tas.types import CAP
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
-ACCELERATORS: tuple[str, ...] = ("nvidia.com/gpu", "amd.com/gpu", "google.com/tpu")
-"""Resources reported as accelerator units (the same list the optimizer uses)."""
 
 MAX_FLAVOR_COMBINATIONS = 32
 """Flavor choices tried per workload; several resource groups multiply."""
-
-
-def queue_order(w: Workload) -> tuple[int, float, str, str]:
-    """Kueue's pending order: priority, then queue-order time, then UID."""
-    return (-w.priority, w.queue_order_timestamp.timestamp(), w.uid or w.key, w.key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,11 @@ from math import gcd
 
 from ortools.sat.python import cp_model
 
+from placewise.models.cluster import PODS
 from placewise.models.quantity import UNLIMITED
-from placewise.solver.cpsat.data import PODS, ModelData
+from placewise.solver.cpsat.data import ModelData
 from placewise.solver.cpsat.variables import Variables
-from placewise.solver.quota import FR, QuotaNode
+from placewise.solver.kueue.quota import FR, QuotaNode
 
 LinearTerms = list[tuple[int, cp_model.IntVar]]
 

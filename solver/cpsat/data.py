@@ -17,21 +17,23 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from placewise.models.cluster import HOSTNAME_LABEL, ClusterQueue
+from placewise.models.cluster import HOSTNAME_LABEL, PODS, ClusterQueue
 from placewise.models.plan import PlanAdmission, PlanPreemption
 from placewise.models.quantity import UNLIMITED
 from placewise.models.scheduling import untolerated
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Admission, PodSet, Workload
-from placewise.solver.baselines.common import queue_order
-from placewise.solver.eligibility import flavor_rejection, requests_tas
-from placewise.solver.greedy.preemption import satisfies_policy
-from placewise.solver.greedy.state import WlInfo, running_info
-from placewise.solver.quota import FR, QuotaNode, QuotaTree
+from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas
+from placewise.solver.kueue.order import queue_order
+from placewise.solver.kueue.preemption import (
+    may_reclaim_while_borrowing,
+    satisfies_policy,
+)
+from placewise.solver.kueue.quota import FR, QuotaNode, QuotaTree
+from placewise.solver.kueue.workload import WlInfo, running_info
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-PODS = "pods"
 MAX_REQUEST = 1 << 50
 """Pod-set requests above this stay out of the model (coefficients must fit
 int64 with room for sums); no finite quota could admit them anyway."""
@@ -582,12 +584,10 @@ def _add_pairs(data: ModelData) -> None:
                 ok, dyn = frs & borrowing[0], frs & borrowing[1]
                 if not ok and not dyn:
                     continue
-                bwc = cq.preemption.borrow_within_cohort
-                thr = bwc.max_priority_threshold
-                borrow_ok = (
-                    bwc.policy == "LowerPriority"
-                    and v.info.priority < wd.info.priority
-                    and (thr is None or v.info.priority <= thr)
+                borrow_ok = may_reclaim_while_borrowing(
+                    cq.preemption.borrow_within_cohort,
+                    wd.info.priority,
+                    v.info.priority,
                 )
                 data.pairs.setdefault(v.idx, []).append(
                     Pair(wd.idx, ok, not borrow_ok, dyn)
@@ -608,7 +608,7 @@ def _add_chains(data: ModelData) -> None:
         if wd.cq.queueing_strategy == "StrictFIFO":
             by_cq.setdefault(wd.cq.name, []).append(wd)
     for members in by_cq.values():
-        members.sort(key=lambda wd: (-wd.info.priority, wd.info.queue_ts, wd.info.uid))
+        members.sort(key=lambda wd: queue_order(wd.obj))
         data.strict_chains.append([wd.idx for wd in members])
 
 

@@ -28,7 +28,7 @@ from placewise.solver.cpsat.data import (
     derive,
     residual_candidates,
 )
-from placewise.solver.greedy.state import WlInfo
+from placewise.solver.kueue.workload import WlInfo
 
 log = logging.getLogger("placewise.cpsat")
 

@@ -19,11 +19,13 @@ from pathlib import Path
 import yaml
 from ortools.sat.python import cp_model
 
+from placewise.models.cluster import PODS
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.data import PODS, ModelData
+from placewise.solver.cpsat.data import ModelData
 from placewise.solver.cpsat.variables import Variables
+from placewise.solver.kueue.resources import ACCELERATORS
 
 Terms = list[tuple[int, cp_model.IntVar]]
 STAGE_RANGE = 1 << 60
@@ -33,7 +35,7 @@ STAGE_RANGE = 1 << 60
 class Policy:
     """Objective weights; ``--policy FILE`` (YAML) overrides the defaults."""
 
-    accelerators: tuple[str, ...] = ("nvidia.com/gpu", "amd.com/gpu", "google.com/tpu")
+    accelerators: tuple[str, ...] = ACCELERATORS
     """Resources counted as "GPUs first" demand."""
     demand_scale: int = 1_000_000
     """Other resources count as millionths of their cluster-wide capacity."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from placewise.models.cluster import PODS
 from placewise.models.plan import (
     Plan,
     PlanAdmission,
@@ -17,7 +18,7 @@ from placewise.models.workload import (
     TopologyDomain,
 )
 from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.data import PODS, ModelData
+from placewise.solver.cpsat.data import ModelData
 from placewise.solver.cpsat.variables import Variables
 
 

@@ -24,8 +24,8 @@ from placewise.solver.cpsat.data import (
 from placewise.solver.cpsat.lns import improve
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.plan_io import fallback
-from placewise.solver.eligibility import requests_tas
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
+from placewise.solver.kueue.eligibility import requests_tas
 
 log = logging.getLogger("placewise.cpsat")
 

@@ -19,7 +19,6 @@ from placewise.models.cluster import ClusterQueue
 from placewise.models.quantity import format_units
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSet, TopologyAssignment
-from placewise.solver.eligibility import flavor_rejection, requests_tas, tas_only
 from placewise.solver.greedy.modes import (
     GranularMode,
     Mode,
@@ -27,9 +26,11 @@ from placewise.solver.greedy.modes import (
     is_preferred,
     should_try_next,
 )
-from placewise.solver.greedy.state import ClusterState, TasUsage, WlInfo
-from placewise.solver.quota import FR
-from placewise.solver.tas import TasPodSetRequest, TasResult
+from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas, tas_only
+from placewise.solver.kueue.quota import FR
+from placewise.solver.kueue.tas import TasPodSetRequest, TasResult
+from placewise.solver.kueue.workload import TasUsage, WlInfo
 
 Oracle = Callable[[WlInfo, FR, int], tuple[PreemptionMode, int]]
 """Simulated preemption for one flavor-resource: (possibility, borrow after)."""

@@ -13,8 +13,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
-from placewise.solver.greedy.state import ClusterState, WlInfo
-from placewise.solver.quota import FR, QuotaNode, cq_id
+from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.order import candidate_order
+from placewise.solver.kueue.preemption import (
+    may_reclaim_while_borrowing,
+    satisfies_policy,
+)
+from placewise.solver.kueue.quota import FR, QuotaNode, cq_id
+from placewise.solver.kueue.workload import WlInfo
 
 """A missing QuotaReserved time sorts as "now", i.e. the most recent."""
 
@@ -46,28 +52,6 @@ class _Candidate:
     info: WlInfo
     lca: QuotaNode | None
     variant: Variant
-
-
-def satisfies_policy(preemptor: WlInfo, candidate: WlInfo, policy: str) -> bool:
-    """kueue-semantics §5.1 (``SatisfiesPreemptionPolicy``)."""
-    lower = preemptor.priority > candidate.priority
-    if policy == "LowerPriority":
-        return lower
-    if policy == "LowerOrNewerEqualPriority":
-        return lower or (
-            preemptor.priority == candidate.priority
-            and preemptor.queue_ts < candidate.queue_ts
-        )
-    return policy == "Any"
-
-
-def candidate_order(preemptor_cq: str) -> Callable[[WlInfo], tuple[object, ...]]:
-    """§5.2: evicted first, other queues first, lowest priority, newest, UID."""
-
-    def key(c: WlInfo) -> tuple[object, ...]:
-        return (not c.evicted, c.cq == preemptor_cq, c.victim_order)
-
-    return key
 
 
 TasCheck = Callable[[], frozenset[str] | None]
@@ -341,7 +325,6 @@ class Preemptor:
             fixed = Variant.RECLAIM_WITHOUT_BORROWING
         else:
             fixed = None
-        threshold = pre.borrow_within_cohort.max_priority_threshold
         out = []
         for info in running.values():
             if not (info.frs & frs_need) or not satisfies_policy(wl, info, policy):
@@ -349,10 +332,11 @@ class Preemptor:
             variant = fixed
             if variant is None:
                 variant = (
-                    Variant.RECLAIM_WITHOUT_BORROWING
-                    if info.priority >= wl.priority
-                    or (threshold is not None and info.priority > threshold)
-                    else Variant.RECLAIM_WHILE_BORROWING
+                    Variant.RECLAIM_WHILE_BORROWING
+                    if may_reclaim_while_borrowing(
+                        pre.borrow_within_cohort, wl.priority, info.priority
+                    )
+                    else Variant.RECLAIM_WITHOUT_BORROWING
                 )
             out.append(_Candidate(info, lca, variant))
         return out

@@ -12,7 +12,8 @@ import heapq
 from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
-from placewise.solver.greedy.state import WlInfo
+from placewise.solver.kueue.order import QueueKey, queue_order
+from placewise.solver.kueue.workload import WlInfo
 
 
 class Requeue(Enum):
@@ -47,17 +48,13 @@ def shape_of(info: WlInfo) -> tuple[object, ...]:
     )
 
 
-def queue_key(info: WlInfo) -> tuple[int, float, str, str]:
-    return (-info.priority, info.queue_ts.timestamp(), info.uid, info.key)
-
-
 class PendingQueue:
     """One ClusterQueue's pending workloads."""
 
     def __init__(self, cq: ClusterQueue) -> None:
         self.cq = cq
         self.strict = cq.queueing_strategy == "StrictFIFO"
-        self._heap: list[tuple[tuple[int, float, str, str], int, WlInfo]] = []
+        self._heap: list[tuple[QueueKey, int, WlInfo]] = []
         self._seq = 0  # tie-break for re-pushed entries of the same workload
         self.active: dict[str, WlInfo] = {}
         self.parked: dict[str, WlInfo] = {}
@@ -69,7 +66,7 @@ class PendingQueue:
         self.parked.pop(info.key, None)
         self.active[info.key] = info
         self._seq += 1
-        heapq.heappush(self._heap, (queue_key(info), self._seq, info))
+        heapq.heappush(self._heap, (queue_order(info.obj), self._seq, info))
 
     def pop(self) -> WlInfo | None:
         """The head: the sticky preemptor first (BestEffortFIFO), else the heap top."""

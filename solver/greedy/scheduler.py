@@ -22,8 +22,9 @@ from placewise.solver.greedy.flavors import Assignment, FlavorAssigner
 from placewise.solver.greedy.modes import Mode, PreemptionMode
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
-from placewise.solver.greedy.state import ClusterState, TasUsage, WlInfo, admission_frs
-from placewise.solver.quota import FR
+from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.quota import FR
+from placewise.solver.kueue.workload import TasUsage, WlInfo, admission_frs
 
 
 class Status(Enum):

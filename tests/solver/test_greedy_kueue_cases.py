@@ -41,7 +41,7 @@ PENDING_REASON = (
 # The v1beta1 transcription of these cases lost the pod-set slice layers the
 # Go tests set (v1beta1 has no podsetSliceRequiredTopologyConstraints), so
 # Kueue's expectation is about a request the instance no longer makes; the
-# layers are restored here from the Go source (see solver/tas's test too).
+# layers are restored here from the Go source (see solver/kueue/tas's test too).
 ERRATA: dict[str, dict[str, dict[str, tuple[SliceLayer, ...]]]] = {
     "tas/find-multi-layer-topology-enough-hostname-slices-but-not-enough-rack-slices": {
         "default/wl": {

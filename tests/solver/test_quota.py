@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from placewise.solver.quota import QuotaTree
+from placewise.solver.kueue.quota import QuotaTree
 from tests.helpers import cq_yaml, flavor_yaml, snapshot
 
 FR = ("f", "cpu")

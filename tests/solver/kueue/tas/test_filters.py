@@ -10,8 +10,8 @@ from placewise.models.scheduling import (
     Taint,
     Toleration,
 )
-from placewise.solver.tas import TasPodSetRequest, TasState
-from tests.solver.tas.helpers import counts, node, place, request, snapshot
+from placewise.solver.kueue.tas import TasPodSetRequest, TasState
+from tests.solver.kueue.tas.helpers import counts, node, place, request, snapshot
 
 GPU_TAINT = Taint(key="gpu", value="true", effect="NoSchedule")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placewise.solver.tas.request import Params
-from placewise.solver.tas.tree import FlavorTree
+from placewise.solver.kueue.tas.request import Params
+from placewise.solver.kueue.tas.tree import FlavorTree
 
 INT32_MAX = 2**31 - 1
 

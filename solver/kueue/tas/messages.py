@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placewise.solver.tas.counts import Counts
-from placewise.solver.tas.request import Params
-from placewise.solver.tas.tree import FlavorTree, LeafFilter
+from placewise.solver.kueue.tas.counts import Counts
+from placewise.solver.kueue.tas.request import Params
+from placewise.solver.kueue.tas.tree import FlavorTree, LeafFilter
 
 
 @dataclass(frozen=True, slots=True)

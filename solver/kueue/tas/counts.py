@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placewise.solver.tas.capacity import Demand, Free, fit_count
-from placewise.solver.tas.request import Params
-from placewise.solver.tas.tree import BoolArray, FlavorTree, IntArray
+from placewise.solver.kueue.tas.capacity import Demand, Free, fit_count
+from placewise.solver.kueue.tas.request import Params
+from placewise.solver.kueue.tas.tree import BoolArray, FlavorTree, IntArray
 
 _NONE = np.int64(1 << 62)
 """Minimum of an empty set of leader-capable children."""

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from placewise.solver.tas import TasState
-from tests.solver.tas.helpers import HOST, RACK, counts, node, place, request, snapshot
+from placewise.solver.kueue.tas import TasState
+from tests.solver.kueue.tas.helpers import (
+    HOST,
+    RACK,
+    counts,
+    node,
+    place,
+    request,
+    snapshot,
+)
 
 
 def rack(*pods: int) -> TasState:

@@ -22,9 +22,6 @@ A quantity at CAP behaves as unlimited: no real request or usage comes near
 it, and base - usage - assumed stays below 2**63.
 """
 
-PODS = "pods"
-HOSTNAME = "kubernetes.io/hostname"
-
 
 def clip(value: int) -> int:
     """Saturate an exact Python integer into the int64-safe range."""

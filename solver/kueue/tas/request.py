@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from placewise.models.workload import SliceLayer, TopologyRequest
-from placewise.solver.tas.tree import FlavorTree
+from placewise.solver.kueue.tas.tree import FlavorTree
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placewise.models.workload import TopologyAssignment
-from placewise.solver.tas import TasPodSetRequest, TasState
-from tests.solver.tas.helpers import BLOCK, HOST, LEVELS3, RACK, node, request, snapshot
+from placewise.solver.kueue.tas import TasPodSetRequest, TasState
+from tests.solver.kueue.tas.helpers import (
+    BLOCK,
+    HOST,
+    LEVELS3,
+    RACK,
+    node,
+    request,
+    snapshot,
+)
 
 
 @dataclass

@@ -16,13 +16,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placewise.models.cluster import PODS
 from placewise.models.scheduling import Toleration
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import TopologyAssignment
-from placewise.solver.tas.assign import assign_group
-from placewise.solver.tas.capacity import Demand, demand, fit_count, free_view
-from placewise.solver.tas.tree import FlavorTree, IntArray
-from placewise.solver.tas.types import CAP, PODS, TasPodSetRequest, TasResult, clip
+from placewise.solver.kueue.tas.assign import assign_group
+from placewise.solver.kueue.tas.capacity import Demand, demand, fit_count, free_view
+from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
+from placewise.solver.kueue.tas.types import (
+    CAP,
+    TasPodSetRequest,
+    TasResult,
+    clip,
+)
 
 Groups = Sequence[Sequence[TasPodSetRequest]]
 Usage = tuple[str, TopologyAssignment, dict[str, int]]

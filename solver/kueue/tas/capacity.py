@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from placewise.solver.tas.types import CAP, INT32_MAX, PODS, clip
+from placewise.models.cluster import PODS
+from placewise.solver.kueue.tas.types import CAP, INT32_MAX, clip
 
 IntArray = npt.NDArray[np.int64]
 

@@ -6,13 +6,13 @@ from collections.abc import Callable, Mapping
 
 from placewise.models.scheduling import Toleration
 from placewise.models.workload import TopologyAssignment, TopologyDomain
-from placewise.solver.tas.capacity import Demand, Free
-from placewise.solver.tas.counts import fill_counts, resource_exclusions
-from placewise.solver.tas.messages import Exclusions, multi_layer_not_fit, not_fit
-from placewise.solver.tas.placement import descend, find_level
-from placewise.solver.tas.request import interpret
-from placewise.solver.tas.tree import FlavorTree
-from placewise.solver.tas.types import TasPodSetRequest
+from placewise.solver.kueue.tas.capacity import Demand, Free
+from placewise.solver.kueue.tas.counts import fill_counts, resource_exclusions
+from placewise.solver.kueue.tas.messages import Exclusions, multi_layer_not_fit, not_fit
+from placewise.solver.kueue.tas.placement import descend, find_level
+from placewise.solver.kueue.tas.request import interpret
+from placewise.solver.kueue.tas.tree import FlavorTree
+from placewise.solver.kueue.tas.types import TasPodSetRequest
 
 
 def assign_group(

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import placewise.solver.tas.distribute as walk
-from placewise.solver.tas import TasPodSetRequest, TasState
-from placewise.solver.tas.request import Params, interpret
-from tests.solver.tas import reference
-from tests.solver.tas.helpers import request
-from tests.solver.tas.test_properties import build, clusters, requests
+import placewise.solver.kueue.tas.distribute as walk
+from placewise.solver.kueue.tas import TasPodSetRequest, TasState
+from placewise.solver.kueue.tas.request import Params, interpret
+from tests.solver.kueue.tas import reference
+from tests.solver.kueue.tas.helpers import request
+from tests.solver.kueue.tas.test_properties import build, clusters, requests
 
 
 def naive(

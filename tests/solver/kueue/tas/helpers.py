@@ -8,7 +8,7 @@ from placewise.models.cluster import HOSTNAME_LABEL, Node, ResourceFlavor, Topol
 from placewise.models.scheduling import PodPlacement, Taint, Toleration
 from placewise.models.snapshot import Objects, Snapshot
 from placewise.models.workload import SliceLayer, TopologyAssignment, TopologyRequest
-from placewise.solver.tas import TasPodSetRequest, TasState
+from placewise.solver.kueue.tas import TasPodSetRequest, TasState
 
 BLOCK, RACK, HOST = "block", "rack", HOSTNAME_LABEL
 LEVELS3 = (BLOCK, RACK, HOST)

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from placewise.models.cluster import HOSTNAME_LABEL as HOSTNAME
 from placewise.models.cluster import Node, ResourceFlavor, Topology
 from placewise.models.scheduling import PodPlacement, Taint, Toleration, untolerated
-from placewise.solver.tas.capacity import FitCache
-from placewise.solver.tas.types import HOSTNAME, clip
+from placewise.solver.kueue.tas.capacity import FitCache
+from placewise.solver.kueue.tas.types import clip
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -51,8 +52,8 @@ class FlavorTree:
     """Leaves, domains and capacities of one TAS flavor's topology.
 
     ``base`` (allocatable minus non-TAS pods, per leaf) never changes; TAS
-    usage lives in :class:`placewise.solver.tas.state.TasState`, which keeps ``rem``
-    (what is left for new pods) up to date.
+    usage lives in :class:`~placewise.solver.kueue.tas.state.TasState`, which
+    keeps ``rem`` (what is left for new pods) up to date.
     """
 
     def __init__(

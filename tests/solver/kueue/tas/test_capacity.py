@@ -18,8 +18,16 @@ from placewise.models.workload import (
     TopologyDomain,
     Workload,
 )
-from placewise.solver.tas import TasState
-from tests.solver.tas.helpers import HOST, LEVELS3, RACK, counts, node, place, request
+from placewise.solver.kueue.tas import TasState
+from tests.solver.kueue.tas.helpers import (
+    HOST,
+    LEVELS3,
+    RACK,
+    counts,
+    node,
+    place,
+    request,
+)
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -6,10 +6,10 @@ import random
 
 import numpy as np
 
-import placewise.solver.tas.capacity as capacity
-from placewise.solver.tas import TasState
-from placewise.solver.tas.capacity import fit_count
-from tests.solver.tas.helpers import counts, node, place, request, snapshot
+import placewise.solver.kueue.tas.capacity as capacity
+from placewise.solver.kueue.tas import TasState
+from placewise.solver.kueue.tas.capacity import fit_count
+from tests.solver.kueue.tas.helpers import counts, node, place, request, snapshot
 
 
 def test_cached_counts_follow_every_usage_change(monkeypatch: object) -> None:

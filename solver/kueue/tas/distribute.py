@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placewise.solver.tas.counts import Counts
-from placewise.solver.tas.tree import IntArray
-from placewise.solver.tas.types import INT32_MAX
+from placewise.solver.kueue.tas.counts import Counts
+from placewise.solver.kueue.tas.tree import IntArray
+from placewise.solver.kueue.tas.types import INT32_MAX
 
 SMALL = 48
 """Lists up to this length take the pure-Python path."""

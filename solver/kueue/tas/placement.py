@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from placewise.solver.tas.counts import Counts
-from placewise.solver.tas.distribute import (
+from placewise.solver.kueue.tas.counts import Counts
+from placewise.solver.kueue.tas.distribute import (
     Cands,
     Taken,
     best_fit,
@@ -21,9 +21,9 @@ from placewise.solver.tas.distribute import (
     sorted_domains,
     sorted_with_leader,
 )
-from placewise.solver.tas.request import Params
-from placewise.solver.tas.tree import FlavorTree, IntArray
-from placewise.solver.tas.types import INT32_MAX
+from placewise.solver.kueue.tas.request import Params
+from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
+from placewise.solver.kueue.tas.types import INT32_MAX
 
 FailReason = Callable[[int, int, int], str]
 """(level, fitting units, requested units) -> failure reason."""

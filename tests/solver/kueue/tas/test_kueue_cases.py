@@ -16,9 +16,9 @@ import yaml
 
 from placewise.adapters.loader import load_snapshot
 from placewise.models.workload import SliceLayer, Workload
-from placewise.solver.tas import TasPodSetRequest, TasState
+from placewise.solver.kueue.tas import TasPodSetRequest, TasState
 
-CASES = Path(__file__).resolve().parents[3].parent / "shared" / "kueue-cases" / "tas"
+CASES = Path(__file__).resolve().parents[4].parent / "shared" / "kueue-cases" / "tas"
 
 ERRATA: dict[str, dict[str, tuple[SliceLayer, ...]]] = {
     # The instance is written in v1beta1, which has no
