@@ -5,7 +5,7 @@ module bounds the quantity "accelerators running after the plan" (running
 minus preempted plus admitted, see :func:`gpus_after`) over every plan the
 validator accepts — a superset of what the CP-SAT model can express — and
 never relies on the solvers' own bookkeeping beyond the static facts of
-:func:`placewise.solver.cpsat.data.compile_data` (eligible flavors, TAS leaves with
+:func:`placewise.solver.problem.data.compile_data` (eligible flavors, TAS leaves with
 their free capacity, victims' usage).  Two bounds, reported as the smaller:
 
 * the **LP relaxation** (:func:`lp_bound`): a continuous admission fraction per
@@ -82,16 +82,16 @@ from placewise.models.quantity import UNLIMITED
 from placewise.models.scheduling import untolerated
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Workload
-from placewise.solver.cpsat.data import (
+from placewise.solver.kueue.eligibility import flavor_rejection
+from placewise.solver.kueue.quota import FR, QuotaNode
+from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.problem.data import (
     MAX_REQUEST,
     ModelData,
     PodSetData,
     VictimData,
     compile_data,
 )
-from placewise.solver.kueue.eligibility import flavor_rejection
-from placewise.solver.kueue.quota import FR, QuotaNode
-from placewise.solver.kueue.resources import ACCELERATORS
 
 __all__ = [
     "ACCELERATORS",

@@ -14,11 +14,11 @@ from math import gcd
 
 from ortools.sat.python import cp_model
 
-from placewise.models.cluster import PODS
 from placewise.models.quantity import UNLIMITED
-from placewise.solver.cpsat.data import ModelData
+from placewise.solver.cpsat.placement import Placement
 from placewise.solver.cpsat.variables import Variables
 from placewise.solver.kueue.quota import FR, QuotaNode
+from placewise.solver.problem.data import ModelData
 
 LinearTerms = list[tuple[int, cp_model.IntVar]]
 
@@ -62,10 +62,7 @@ class Constraints:
         self._one_flavor_per_group()
         self._collect_usage()  # before quota and victims, which read it
         self._quota_with_cohorts()
-        self._topology_counts()
-        self._required_domains()
-        self._slices()
-        self._leaf_capacity()
+        self._placement()
         self._victims_need_preemptors()
         self._strict_fifo()
 
@@ -198,98 +195,24 @@ class Constraints:
 
     # -- topology ------------------------------------------------------------------
 
-    def _topology_counts(self) -> None:
-        """Pods of a TAS pod set land on leaves of its chosen TAS flavor."""
-        for pd in self.data.pod_sets:
-            var = self.v.pod_sets[pd.idx]
+    def _placement(self) -> None:
+        """TAS pods land on host classes (:mod:`.placement`)."""
+        data = self.data
+        units: dict[tuple[int, str], cp_model.IntVar] = {}
+        chosen: dict[tuple[int, str], cp_model.IntVar] = {}
+        for pd in data.pod_sets:
             if not pd.tas:
                 continue
-            for (_rg, f), u in var.u.items():
-                if f not in self.data.topos:
-                    continue
-                leaves = [x for (ff, _l), x in var.place.items() if ff == f]
-                self.model.add(sum(leaves) == u)
-
-    def domain_of(self, flavor: str, leaf: int, level: str) -> tuple[str, ...]:
-        topo = self.data.topos[flavor]
-        path = topo.paths[leaf]
-        return path[: topo.levels.index(level) + 1]
-
-    def _required_domains(self) -> None:
-        """A required level puts every pod (and a group's leader) in one domain."""
-        data = self.data
-        self.domains: dict[tuple[int, str, tuple[str, ...]], cp_model.IntVar] = {}
-        for gd in data.groups:
-            members = [data.pod_sets[p] for p in gd.pod_sets if data.pod_sets[p].tas]
-            level = next(
-                (m.ps.topology.required for m in members if m.ps.topology.required),
-                None,
-            )
-            if level is None:
-                continue
-            wv = self.v.workloads[gd.wl]
-            for (g, _rg, f), x in wv.flavor.items():
-                if g != gd.idx or f not in data.topos:
-                    continue
-                doms: dict[tuple[str, ...], cp_model.IntVar] = {}
-                for m in members:
-                    for (ff, leaf), place in self.v.pod_sets[m.idx].place.items():
-                        if ff != f:
-                            continue
-                        d = self.domain_of(f, leaf, level)
-                        if d not in doms:
-                            doms[d] = self.model.new_bool_var(f"G{gd.idx}_F{f}_D{d}")
-                        fit = self.v.pod_sets[m.idx].fits[(f, leaf)]
-                        self.model.add(place <= fit * doms[d])
-                self.model.add(sum(doms.values()) == x)
-                for d, b in doms.items():
-                    self.domains[(gd.idx, f, d)] = b
-
-    def _slices(self) -> None:
-        """Pods per slice-level domain come in whole slices."""
-        for pd in self.data.pod_sets:
-            var = self.v.pod_sets[pd.idx]
-            for layer in pd.ps.topology.slices:
-                if layer.size <= 1:
-                    continue
-                by_dom: dict[tuple[str, tuple[str, ...]], list[cp_model.IntVar]] = (
-                    defaultdict(list)
-                )
-                for (f, leaf), place in var.place.items():
-                    by_dom[(f, self.domain_of(f, leaf, layer.level))].append(place)
-                for (f, d), places in by_dom.items():
-                    k = self.model.new_int_var(
-                        0, pd.count // layer.size, f"P{pd.idx}_F{f}_K{d}"
-                    )
-                    self.model.add(sum(places) == layer.size * k)
-
-    def _leaf_capacity(self) -> None:
-        """Per TAS leaf and resource: placed pods fit in free plus released capacity."""
-        rows: dict[tuple[int, str], LinearTerms] = defaultdict(list)
-        for pd in self.data.pod_sets:
-            per_pod = dict(pd.ps.requests)
-            per_pod[PODS] = 1
-            for (_f, leaf), place in self.v.pod_sets[pd.idx].place.items():
-                for r, q in per_pod.items():
-                    if q:
-                        rows[(leaf, r)].append((q, place))
-        for vd, x in zip(self.data.victims, self.v.victims, strict=True):
-            for leaf, usage in vd.leaf_usage.items():
-                for r, q in usage.items():
-                    if q and (leaf, r) in rows:
-                        rows[(leaf, r)].append((-q, x))
-        for (leaf, r), terms in sorted(rows.items(), key=lambda kv: kv[0]):
-            free = self.data.leaves[leaf].free.get(r, 0)
-            if _unlimited(free):
-                continue
-            if all(c < 0 for c, _ in terms):
-                continue
-            if sum(c for c, _ in terms if c > 0) * self._max_count() <= free:
-                continue  # can never bind
-            g = 0
-            for c, _x in terms:
-                g = gcd(g, abs(c))
-            self.model.add(sum((c // g) * x for c, x in terms) <= max(free, 0) // g)
+            wv = self.v.workloads[pd.wl]
+            for (rg, f), u in self.v.pod_sets[pd.idx].u.items():
+                if f in data.topos:
+                    units[(pd.idx, f)] = u
+                    chosen[(pd.idx, f)] = wv.flavor[(pd.group, rg, f)]
+        assert data.layout is not None, "compile with compile_problem()"
+        self.placement = Placement(
+            self.model, data, data.layout, self.v.victims, units, chosen
+        )
+        self.placement.build()
 
     # -- preemption and queues -------------------------------------------------------
 
@@ -360,7 +283,8 @@ class Constraints:
             # usage > nominal  <=>  scaled admissions >= floor((N - base)/s) + 1
             need = (node.nominal.get(fr, 0) - base) // scale + 1
             expr = sum((c // scale) * x for c, x in terms)
-            self.model.add(expr >= need).only_enforce_if(b)
+            if need > 0:  # b -> expr >= need, linear because expr >= 0
+                self.model.add(expr >= need * b)
             self._peak[key] = b
         return self._peak[key]
 
@@ -379,9 +303,12 @@ class Constraints:
         for fr, own in sorted(self.own_terms[w].items(), key=lambda kv: kv[0]):
             scale = self._scale(fr)
             terms = own + self.victim_terms.get((cq, fr), [])
-            expr = sum((c // scale) * x for c, x in terms)
+            scaled = [(c // scale, x) for c, x in terms]
+            expr = sum(c * x for c, x in scaled)
             rhs = (node.nominal.get(fr, 0) - base.get(fr, 0)) // scale
-            self.model.add(expr <= rhs).only_enforce_if(b)
+            top = sum(c * _ub(x) for c, x in scaled if c > 0)
+            if top > rhs:  # b -> expr <= rhs, as a big-M row
+                self.model.add(expr + (top - rhs) * b <= top)
         self._alone[w] = b
         return b
 
@@ -392,3 +319,8 @@ class Constraints:
                 self.model.add(
                     self.v.workloads[behind].admit <= self.v.workloads[ahead].admit
                 )
+
+
+def _ub(x: cp_model.IntVar) -> int:
+    # The proto's repeated field does not support negative indexing.
+    return int(list(x.proto.domain)[-1])

@@ -17,7 +17,6 @@ from ortools.sat.python import cp_model
 
 from placewise.models.plan import Plan
 from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.data import ModelData
 from placewise.solver.cpsat.objective import Objective, Policy, Terms, primary_vector
 from placewise.solver.cpsat.plan_io import (
     decisions_from_plan,
@@ -25,6 +24,7 @@ from placewise.solver.cpsat.plan_io import (
     plan_from_values,
 )
 from placewise.solver.cpsat.variables import Variables
+from placewise.solver.problem.data import ModelData
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -86,7 +86,7 @@ class CPModel:
 
     def complete(self, plan: Plan, budget: float = 5.0) -> dict[int, int] | None:
         """Values of every variable for a plan's decisions (None: not representable)."""
-        fixed = decisions_from_plan(self.data, self.vars, plan)
+        fixed = decisions_from_plan(self.data, self.vars, self.cons.placement, plan)
         if fixed is None:
             return None
         probe = self.model.clone()

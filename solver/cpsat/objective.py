@@ -23,9 +23,9 @@ from placewise.models.cluster import PODS
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.data import ModelData
 from placewise.solver.cpsat.variables import Variables
 from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.problem.data import ModelData
 
 Terms = list[tuple[int, cp_model.IntVar]]
 STAGE_RANGE = 1 << 60
@@ -247,40 +247,18 @@ class Objective:
     def _preferred_spread(self) -> None:
         """Fewest domains at the preferred level per pod set."""
         crit = Criterion("preferred-spread")
-        for pd in self.data.pod_sets:
-            level = pd.ps.topology.preferred
-            if level is None:
-                continue
-            var = self.v.pod_sets[pd.idx]
-            doms: dict[tuple[str, tuple[str, ...]], cp_model.IntVar] = {}
-            for (f, leaf), place in var.place.items():
-                if level not in self.data.topos[f].levels:
-                    continue
-                d = self.c.domain_of(f, leaf, level)
-                if (f, d) not in doms:
-                    doms[(f, d)] = self.model.new_bool_var(f"P{pd.idx}_pref_{f}_{d}")
-                    crit.add(-1, doms[(f, d)], 1)
-                self.model.add(place <= var.fits[(f, leaf)] * doms[(f, d)])
+        for q in self.c.placement.preferred.values():
+            crit.add(-1, q, 1)
         self.criteria.append(crit)
 
     def _empty_hosts_opened(self) -> None:
         """Keep empty hosts empty: count hosts a plan starts using."""
         crit = Criterion("empty-hosts-opened")
-        by_leaf: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
-        for pd in self.data.pod_sets:
-            var = self.v.pod_sets[pd.idx]
-            for (f, leaf), place in var.place.items():
-                by_leaf[leaf].append((var.fits[(f, leaf)], place))
-        for leaf, places in sorted(by_leaf.items()):
-            lf = self.data.leaves[leaf]
-            node = self.data.snapshot.nodes.get(lf.node or "")
-            if node is None or lf.free.get(PODS, 0) < node.allocatable.get(PODS, 0):
-                continue  # not initially empty (something already runs there)
-            opened = self.model.new_bool_var(f"L{leaf}_opened")
-            self.model.add(
-                sum(x for _f, x in places) <= sum(f for f, _x in places) * opened
-            )
-            crit.add(-1, opened, 1)
+        pl = self.c.placement
+        for cls in pl.layout.classes:
+            if cls.empty:
+                # opened = hosts - left empty; the constant does not matter.
+                crit.add(1, pl.empty[cls.idx], len(cls.leaves))
         self.criteria.append(crit)
 
     def _borrowing(self) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from placewise.models.cluster import PODS
 from placewise.models.plan import (
     Plan,
@@ -18,8 +16,10 @@ from placewise.models.workload import (
     TopologyDomain,
 )
 from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.data import ModelData
+from placewise.solver.cpsat.placement import Placement
+from placewise.solver.cpsat.placement_io import decode, placement_values
 from placewise.solver.cpsat.variables import Variables
+from placewise.solver.problem.data import ModelData
 
 
 def fallback(
@@ -45,7 +45,7 @@ def fallback(
 
 
 def decisions_from_plan(
-    data: ModelData, v: Variables, plan: Plan
+    data: ModelData, v: Variables, pl: Placement, plan: Plan
 ) -> dict[int, int] | None:
     """Proto index -> value for admissions, flavors, counts, placements, victims.
 
@@ -107,21 +107,6 @@ def decisions_from_plan(
                         None,
                     )
                 out[u.index] = count if f == chosen else 0
-            placed: dict[tuple[str, int], int] = defaultdict(int)
-            if psa is not None and psa.topology_assignment is not None:
-                tas = next((f for f in psa.flavors.values() if f in data.topos), None)
-                if tas is None:
-                    return None
-                topo = data.topos[tas]
-                for d in psa.topology_assignment.domains:
-                    leaf = topo.by_value.get(tuple(d.values))
-                    if leaf is None or (tas, leaf) not in var.place:
-                        return None
-                    placed[(tas, leaf)] += d.count
-            for place_key, x in var.place.items():
-                out[x.index] = placed.get(place_key, 0)
-            if sum(placed.values()) != (count if pd.tas and psa else 0):
-                return None
     victims = {p.workload: p for p in plan.preemptions}
     by_key = {wd.key: wd.idx for wd in data.workloads}
     pairs_of: dict[int, list[int]] = {}
@@ -141,6 +126,10 @@ def decisions_from_plan(
             continue
         for w in mine:
             out[v.pairs[(w, vd.idx)].index] = int(w == chosen_w)
+    placed = placement_values(pl, plan)
+    if placed is None:
+        return None
+    out.update(placed)
     return out
 
 
@@ -165,6 +154,7 @@ def plan_from_values(
 ) -> Plan:
     admissions = []
     admitted_idx: set[int] = set()
+    placed = decode(c.placement, values)
     for wd in data.workloads:
         wv = v.workloads[wd.idx]
         if not values[wv.admit.index]:
@@ -191,12 +181,9 @@ def plan_from_values(
                 usage[PODS] = n
             topo = None
             if pd.tas and n > 0:
-                counts: dict[str, dict[int, int]] = defaultdict(dict)
-                for (f, leaf), x in var.place.items():
-                    if values[x.index]:
-                        counts[f][leaf] = values[x.index]
-                for f, per_leaf in counts.items():
-                    topo = _topology(data, f, per_leaf)
+                for (ps_idx, f), per_leaf in placed.items():
+                    if ps_idx == p and per_leaf:
+                        topo = _topology(data, f, per_leaf)
             psas.append(
                 PodSetAssignment(
                     name=pd.ps.name,
@@ -234,7 +221,6 @@ def plan_from_values(
             PlanPreemption(workload=vd.info.key, preemptor=wd.key, reason=reason)
         )
     admissions += data.fixed_admissions
-    preemptions += data.fixed_preemptions
     keys = {data.workloads[i].key for i in admitted_idx} | {
         a.workload for a in data.fixed_admissions
     }

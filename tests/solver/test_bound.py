@@ -25,8 +25,8 @@ from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.bound import aggregate_bound, gpus_after, lp_bound, running_gpus
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
-from placewise.solver.cpsat.data import leaf_fit
 from placewise.solver.greedy import solve_greedy
+from placewise.solver.problem.data import leaf_fit
 from tests.solver.strategies import instances
 from tests.solver.test_greedy_kueue_cases import case_dirs
 

@@ -9,10 +9,10 @@ import pytest
 
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams
-from placewise.solver.cpsat.data import compile_data
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
+from placewise.solver.problem.data import compile_problem
 from tests.solver.test_greedy_kueue_cases import case_dirs, load_case
 
 PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)
@@ -27,7 +27,7 @@ def test_cpsat_plan_is_valid_and_not_worse(case: Path) -> None:
     violations = validate(snap, plan)
     assert not violations, "\n".join(map(str, violations))
     greedy = solve_greedy(snap)
-    model = CPModel(compile_data(snap), PARAMS)
+    model = CPModel(compile_problem(snap), PARAMS)
     want, got = model.complete(greedy), model.complete(plan)
     if plan.solver.status == "FALLBACK":
         assert plan.admissions == greedy.admissions

@@ -31,9 +31,9 @@ from hypothesis import HealthCheck, Phase, assume, event, given, note, settings
 from placewise.adapters.loader import snapshot_from_text
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
-from placewise.solver.cpsat.data import compile_data
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.greedy import solve_greedy
+from placewise.solver.problem.data import compile_problem
 from tests.solver.exhaustive import (
     SearchTooLarge,
     demand_vector,
@@ -190,7 +190,7 @@ def test_lending_limit_admission_is_representable() -> None:
     greedy = solve_greedy(snap)
     assert [a.workload for a in greedy.admissions] == ["default/w"]
     assert not validate(snap, greedy)
-    model = CPModel(compile_data(snap), PARAMS)
+    model = CPModel(compile_problem(snap), PARAMS)
     assert model.complete(greedy) is not None
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from placewise.models.cluster import HOSTNAME_LABEL, PODS, ClusterQueue
-from placewise.models.plan import PlanAdmission, PlanPreemption
+from placewise.models.plan import PlanAdmission
 from placewise.models.quantity import UNLIMITED
 from placewise.models.scheduling import untolerated
 from placewise.models.snapshot import Snapshot
@@ -31,6 +31,9 @@ from placewise.solver.kueue.preemption import (
 )
 from placewise.solver.kueue.quota import FR, QuotaNode, QuotaTree
 from placewise.solver.kueue.workload import WlInfo, running_info
+
+if TYPE_CHECKING:
+    from placewise.solver.problem.layout import Layout
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -151,13 +154,9 @@ class ModelData:
     """victim -> the pending workloads that may evict it."""
     strict_chains: list[list[int]]
     unsupported: dict[str, str]
-    fixed_preemptions: list[PlanPreemption] = field(default_factory=list)
-    """Preemptions decided outside the model (with ``removed``)."""
-    allowed_nodes: frozenset[str] | None = None
-    """Only these nodes may receive new placements (an LNS neighbourhood)."""
-    max_leaves: int | None = None
-    """Cap on candidate leaves per pod set and flavor (large instances)."""
     fixed_admissions: list[PlanAdmission] = field(default_factory=list)
+    layout: Layout | None = None
+    """The aggregated TAS placement (:func:`compile_problem` sets it)."""
     cache: dict[str, dict[Any, Any]] = field(default_factory=dict)
     """Per-solve memo of derived arrays (leaf capacity, node masks)."""
     """Admissions decided outside the model (e.g. by greedy for workloads the
@@ -215,41 +214,17 @@ def admitted_info(snap: Snapshot, adm: PlanAdmission) -> WlInfo:
     return running_info(snap, obj)
 
 
-RESIDUAL_PER_QUEUE = 32
-"""Pending workloads per queue a residual (large-instance) model decides:
-the heads in Kueue's queue order.  15,000 pending workloads would otherwise
-make a model no time limit can build."""
-
-
-def residual_candidates(
-    snap: Snapshot, admitted: Iterable[str], preemptions: Iterable[PlanPreemption] = ()
-) -> list[Workload]:
-    """The first pending, not-yet-admitted workloads of every queue.
-
-    A pending workload that a kept preemption names as its preemptor stays
-    as it is: admitting it with another flavor could orphan that eviction.
-    """
-    taken = set(admitted) | {p.preemptor for p in preemptions}
-    by_cq: dict[str, list[Workload]] = {}
-    for w in snap.admissible():
-        if w.key not in taken:
-            by_cq.setdefault(snap.cluster_queue_of(w) or "", []).append(w)
-    out: list[Workload] = []
-    for members in by_cq.values():
-        members.sort(key=queue_order)
-        out += members[:RESIDUAL_PER_QUEUE]
-    return out
-
-
 def compile_data(
     snap: Snapshot,
     free: Iterable[Workload] | None = None,
     fixed: dict[str, WlInfo] | None = None,
     removed: frozenset[str] = frozenset(),
+    exclude: dict[str, str] | None = None,
 ) -> ModelData:
     """``free``: pending workloads the model decides (default: all admissible);
     ``fixed``: already-decided admissions counted as running; ``removed``:
-    running workloads already decided to be preempted (their usage is gone)."""
+    running workloads already decided to be preempted (their usage is gone);
+    ``exclude``: workloads left out of the model, with why."""
     tree = QuotaTree(snap)
     leaves, topos = _leaf_tables(snap)
     holders: list[WlInfo] = [
@@ -274,8 +249,9 @@ def compile_data(
         if free is not None
         else [w for w in snap.pending if snap.blocked_reason(w) is None]
     )
+    data.unsupported.update(exclude or {})
     for w in sorted(chosen, key=lambda w: w.key):
-        if fixed and w.key in fixed:
+        if (fixed and w.key in fixed) or w.key in data.unsupported:
             continue
         cq_name = snap.cluster_queue_of(w)
         if cq_name is None or snap.blocked_reason(w) is not None:
@@ -304,80 +280,6 @@ def _leaf_usage(
                 acc[r] = acc.get(r, 0) + v * d.count
             acc[PODS] = acc.get(PODS, 0) + d.count
     return leaf_usage
-
-
-def derive(
-    base: ModelData, inside: dict[str, WlInfo], allowed_nodes: frozenset[str]
-) -> ModelData:
-    """A neighbourhood of ``base`` without recompiling the cluster.
-
-    ``base`` has every admission fixed; the workloads in ``inside`` become
-    decisions again (their quota and TAS usage go back to the pool), next to
-    ``base``'s own free (pending) workloads, with placements only on
-    ``allowed_nodes``.  Victims, quota structure and the rest are shared.
-    """
-    snap = base.snapshot
-    # A fixed preemption names its preemptor: re-deciding that workload
-    # (another flavor, or not admitted) would orphan the eviction.  In a
-    # StrictFIFO queue, dropping a re-decided workload would leave the fixed
-    # ones behind it admitted out of order: those stay fixed too.
-    # A kept reclaim from a queue that borrowed only thanks to the plan's
-    # admissions into it stays legal only if those admissions stay too.
-    named = {p.preemptor for p in base.fixed_preemptions}
-    held = _queues_borrowing_by_admissions(base)
-    inside = {
-        k: v
-        for k, v in inside.items()
-        if k not in named
-        and v.cq not in held
-        and snap.cluster_queues[v.cq].queueing_strategy != "StrictFIFO"
-    }
-    leaves = [Leaf(lf.idx, lf.key, dict(lf.free), lf.node) for lf in base.leaves]
-    usage = {cq: dict(u) for cq, u in base.base_usage.items()}
-    for info in inside.values():
-        for fr, v in info.usage.items():
-            usage[info.cq][fr] = usage[info.cq].get(fr, 0) - v
-        for leaf, amounts in _leaf_usage(base.topos, info).items():
-            for r, v in amounts.items():
-                leaves[leaf].free[r] = leaves[leaf].free.get(r, 0) + v
-    data = ModelData(
-        snap, base.tree, [], [], [], base.victims, leaves, base.topos, usage, {}, [], {}
-    )
-    data.fixed_admissions = [
-        a for a in base.fixed_admissions if a.workload not in inside
-    ]
-    data.fixed_preemptions = list(base.fixed_preemptions)
-    data.max_leaves = base.max_leaves
-    data.allowed_nodes = allowed_nodes
-    keys = sorted({wd.key for wd in base.workloads} | set(inside))
-    for key in keys:
-        w = snap.workloads[key]
-        cq_name = snap.cluster_queue_of(w) if key not in inside else inside[key].cq
-        if cq_name is None:
-            continue
-        _add_workload(data, w, snap.cluster_queues[cq_name])
-    _add_pairs(data)
-    _add_chains(data)
-    return data
-
-
-def _queues_borrowing_by_admissions(data: ModelData) -> set[str]:
-    """Queues a kept cross-queue preemption reclaimed from although they did
-    not borrow before the plan (on every flavor-resource the victim uses)."""
-    snap, tree = data.snapshot, data.tree
-    out: set[str] = set()
-    for p in data.fixed_preemptions:
-        victim = snap.workloads.get(p.workload)
-        pre = snap.workloads.get(p.preemptor)
-        if victim is None or victim.admission is None or pre is None:
-            continue
-        vcq = victim.admission.cluster_queue
-        if vcq == snap.cluster_queue_of(pre) or vcq not in snap.cluster_queues:
-            continue
-        node = tree.node(vcq)
-        if not any(_borrowing(node, fr) for fr in victim.usage()):
-            out.add(vcq)
-    return out
 
 
 def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
@@ -642,80 +544,24 @@ def leaf_fit(
     return best
 
 
-_CLIP = 1 << 62
+def compile_problem(
+    snap: Snapshot,
+    free: Iterable[Workload] | None = None,
+    fixed: dict[str, WlInfo] | None = None,
+    removed: frozenset[str] = frozenset(),
+) -> ModelData:
+    """:func:`compile_data` plus the aggregated placement; workloads whose
+    topology request the placement cannot express are left out (with why)."""
+    from placewise.solver.problem.layout import build_layout
 
-
-def leaf_fits(
-    data: ModelData,
-    pd: PodSetData,
-    flavor: str,
-    release: dict[int, dict[str, int]],
-) -> list[tuple[int, int]]:
-    """(pods that fit, leaf) for every leaf of ``flavor`` where at least one
-    pod of ``pd`` fits, counting what preemptions could release there.
-
-    Vectorised over leaves: a 10,000-node flavor times hundreds of pod sets
-    is millions of leaf checks.
-    """
-    topo = data.topos[flavor]
-    leaves = np.asarray(topo.leaves, dtype=np.int64)
-    if not len(leaves):
-        return []
-    fit = np.full(len(leaves), pd.count, dtype=np.int64)
-    per_pod = dict(pd.ps.requests)
-    per_pod[PODS] = 1
-    for r, need in per_pod.items():
-        if need <= 0:
-            continue
-        have = _have(data, flavor, r, release)
-        bounded = have < _CLIP
-        fit = np.where(bounded, np.minimum(fit, np.maximum(have, 0) // need), fit)
-    if topo.hostname:
-        fit[~_node_mask(data, flavor, pd)] = 0
-    if data.allowed_nodes is not None:
-        allowed = np.asarray(
-            [data.leaves[leaf].node in data.allowed_nodes for leaf in topo.leaves]
-        )
-        fit[~allowed] = 0
-    keep = np.nonzero(fit > 0)[0]
-    return [(int(fit[i]), int(leaves[i])) for i in keep]
-
-
-def _have(
-    data: ModelData, flavor: str, r: str, release: dict[int, dict[str, int]]
-) -> IntArray:
-    key = (flavor, r)
-    cache = data.cache.setdefault("have", {})
-    if key not in cache:
-        cache[key] = np.asarray(
-            [
-                min(
-                    _CLIP,
-                    data.leaves[leaf].free.get(r, 0) + release.get(leaf, {}).get(r, 0),
-                )
-                for leaf in data.topos[flavor].leaves
-            ],
-            dtype=np.int64,
-        )
-    out: IntArray = cache[key]
-    return out
-
-
-def _node_mask(data: ModelData, flavor: str, pd: PodSetData) -> BoolArray:
-    """Hostname leaves the pod's tolerations, selector and affinity allow."""
-    key = (flavor, pd.ps.placement)
-    cache = data.cache.setdefault("mask", {})
-    if key not in cache:
-        fl = data.snapshot.flavors[flavor]
-        tolerations = pd.ps.placement.tolerations + fl.tolerations
-        ok = []
-        for leaf in data.topos[flavor].leaves:
-            node = data.snapshot.nodes.get(data.leaves[leaf].node or "")
-            ok.append(
-                node is not None
-                and not untolerated(node.taints, tolerations)
-                and pd.ps.placement.matches_node(node.labels, node.name)
-            )
-        cache[key] = np.asarray(ok, dtype=bool)
-    out: BoolArray = cache[key]
-    return out
+    data = compile_data(snap, free, fixed, removed)
+    layout = build_layout(data)
+    if layout.unsupported:
+        bad = {
+            data.workloads[data.pod_sets[p].wl].key: why
+            for p, why in layout.unsupported.items()
+        }
+        data = compile_data(snap, free, fixed, removed, exclude=bad)
+        layout = build_layout(data)
+    data.layout = layout
+    return data
