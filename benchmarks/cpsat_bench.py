@@ -29,7 +29,7 @@ import json, resource, sys, time
 from placewise.adapters.loader import load_snapshot
 from placewise.models.validate import validate
 from placewise.solver.bound import gpus_after
-from placewise.solver.cpsat.objective import Policy, primary_vector
+from placewise.solver.policy import Policy, primary_vector
 from placewise.solver.solve import SolveParams, solve
 snap = load_snapshot([sys.argv[1]])
 t = time.perf_counter()

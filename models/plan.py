@@ -29,12 +29,24 @@ PreemptionReason = Literal[
 ]
 
 
+class TierResult(Frozen):
+    """One priority tier of a plan, in the units operators read."""
+
+    priority: int
+    gpus: int
+    """Accelerators running after the plan from workloads of this priority."""
+    bound: int | None = None
+    """Proven upper bound on ``gpus``, given the tiers above it (None: none
+    was proven, e.g. under the single-tier ``gpus`` objective)."""
+
+
 class SolverInfo(Frozen):
     name: str
     status: SolveStatus
     wall_seconds: float = 0.0
     objective: float | None = None
     bound: float | None = None
+    tiers: tuple[TierResult, ...] = ()
 
 
 class PlanAdmission(Frozen):
@@ -70,6 +82,12 @@ class Plan(Frozen):
             solver["objective"] = _number(self.solver.objective)
         if self.solver.bound is not None:
             solver["bound"] = _number(self.solver.bound)
+        if self.solver.tiers:
+            solver["tiers"] = [
+                {"priority": t.priority, "gpus": t.gpus}
+                | ({"bound": t.bound} if t.bound is not None else {})
+                for t in self.solver.tiers
+            ]
         return {
             "apiVersion": API_VERSION,
             "kind": "Plan",
@@ -175,6 +193,7 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
         wall_seconds=float(wall) if isinstance(wall, int | float) else 0.0,
         objective=solver_doc.get("objective"),
         bound=solver_doc.get("bound"),
+        tiers=_tiers(rd, solver_doc.get("tiers")),
     )
     admissions = []
     for i, raw in enumerate(rd.seq(doc.get("admissions"), "admissions")):
@@ -233,6 +252,22 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
         preemptions=tuple(preemptions),
         pending=tuple(pending),
     )
+
+
+def _tiers(rd: _Reader, raw: object) -> tuple[TierResult, ...]:
+    out = []
+    for i, item in enumerate(rd.seq(raw, "solver.tiers")):
+        where = f"solver.tiers[{i}]"
+        tier = rd.mapping(item, where)
+        bound = tier.get("bound")
+        out.append(
+            TierResult(
+                priority=rd.integer(tier.get("priority"), f"{where}.priority"),
+                gpus=rd.integer(tier.get("gpus"), f"{where}.gpus"),
+                bound=None if bound is None else rd.integer(bound, f"{where}.bound"),
+            )
+        )
+    return tuple(out)
 
 
 def _psa_from_dict(rd: _Reader, raw: object, where: str) -> PodSetAssignment:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
-from placewise.solver.cpsat.objective import Policy
+from placewise.solver.policy import Policy
 
 SOLVERS = ("auto", "cpsat", "greedy", "kube-default", "binpack-gang")
 """Solvers this build offers; the CLI's ``--solver`` choices come from here."""

@@ -15,7 +15,7 @@ from placewise.adapters.commands.common import (
     spinner,
 )
 from placewise.models.errors import InstanceError, Location, Problem
-from placewise.solver.cpsat.objective import Policy
+from placewise.solver.policy import Policy
 from placewise.solver.solve import SOLVERS, SolveParams, solve
 
 log = logging.getLogger("placewise")

@@ -16,9 +16,10 @@ from ortools.sat.python import cp_model
 
 from placewise.models.quantity import UNLIMITED
 from placewise.solver.cpsat.placement import Placement
-from placewise.solver.cpsat.variables import Variables
+from placewise.solver.cpsat.variables import Derive, Variables
 from placewise.solver.kueue.quota import FR, QuotaNode
 from placewise.solver.problem.data import ModelData
+from placewise.solver.problem.pairs import Pair
 
 LinearTerms = list[tuple[int, cp_model.IntVar]]
 
@@ -33,11 +34,7 @@ class Constraints:
         model: cp_model.CpModel,
         data: ModelData,
         v: Variables,
-        unattributed: frozenset[str] = frozenset(),
     ) -> None:
-        self.unattributed = unattributed
-        """Victims allowed without an admitted preemptor: only to evaluate a
-        greedy plan whose preemptor lost the freed capacity to another."""
         self.model = model
         self.data = data
         self.v = v
@@ -53,6 +50,8 @@ class Constraints:
         self._peak: dict[tuple[str, FR], cp_model.IntVar] = {}
         self._both: dict[tuple[int, str, FR], cp_model.IntVar] = {}
         self._alone: dict[int, cp_model.IntVar] = {}
+        self._links: dict[tuple[Pair, str], cp_model.IntVar] = {}
+        self._nominal_links: dict[tuple[object, ...], cp_model.IntVar] = {}
         self.cq_usage: dict[tuple[str, FR], tuple[LinearTerms, int, int]] = {}
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
         scale) for queues whose usage some decision changes."""
@@ -179,9 +178,10 @@ class Constraints:
         else:
             # e * scale >= U - lq  <=>  e >= expr + ceil((const - lq) / scale)
             shift = -((lq - const) // scale)
-            hi = sum(abs(c) for c, _x in terms) * self._max_count() + abs(shift) + 1
+            hi = sum(abs(c) * _ub(x) for c, x in terms) + abs(shift) + 1
             e = self.model.new_int_var(0, hi, f"E_{node.id}_{fr[0]}_{fr[1]}")
             self.model.add(e >= expr + shift)
+            self.v.derive(e, _positive_part(terms, shift))
             up_terms, up_const, floor0 = [(1, e)], 0, max(0, shift)
         limit = node.borrowing_limit.get(fr)
         if limit is not None and not _unlimited(subtree) and not _unlimited(limit):
@@ -189,9 +189,6 @@ class Constraints:
             up_expr = sum(c * x for c, x in up_terms)
             self.model.add(up_expr <= max((cap - up_const) // scale, floor0))
         return up_terms, up_const
-
-    def _max_count(self) -> int:
-        return max((pd.count for pd in self.data.pod_sets), default=1)
 
     # -- topology ------------------------------------------------------------------
 
@@ -217,30 +214,71 @@ class Constraints:
     # -- preemption and queues -------------------------------------------------------
 
     def _victims_need_preemptors(self) -> None:
-        """A victim needs an admitted preemptor its queue policy allows."""
+        """A victim needs an admitted preemptor its queue policy allows: some
+        member of a linked class takes a shared flavor-resource (and, where
+        borrowWithinCohort does not allow the pair, ends within nominal)."""
         data = self.data
         for vd, victim in zip(data.victims, self.v.victims, strict=True):
             pairs = data.pairs.get(vd.idx, [])
-            # A relaxed model builds exactly the same variables (its values
-            # hint the strict one by index) and only drops victim <= sum(s).
-            relaxed = vd.info.key in self.unattributed
-            if not pairs and not relaxed:
+            if not pairs:
                 self.model.add(victim == 0)
                 continue
-            ss = []
-            for w, frs, need_nominal, dynamic in pairs:
-                s = self.v.pairs[(w, vd.idx)]
-                ss.append(s)
-                wv = self.v.workloads[w]
-                self.model.add(s <= wv.admit)
-                uses = self._uses(w, frs)
-                for fr in sorted(dynamic):
-                    uses.append(self._takes_while_borrowing(w, vd.info.cq, fr))
-                self.model.add(s <= sum(uses))
-                if need_nominal:
-                    self.model.add(s <= self._within_nominal_alone(w))
-            if not relaxed:
-                self.model.add(victim <= sum(ss))
+            self.model.add(victim <= sum(self._link(p, vd.info.cq) for p in pairs))
+
+    def _link(self, pair: Pair, vcq: str) -> cp_model.IntVar:
+        """1 only if some member of ``pair`` can be the preemptor; one per
+        (members, conditions), shared by every victim with the same link."""
+        key = (pair, vcq if pair.dynamic else "")
+        if key in self._links:
+            return self._links[key]
+        terms = [x for w in pair.members for x in self._capable(w, pair, vcq)]
+        a = self.model.new_bool_var(f"A{len(self._links)}")
+        self.model.add(a <= sum(terms))
+        self.v.derive(a, _any(terms))
+        self._links[key] = a
+        return a
+
+    def _capable(self, w: int, pair: Pair, vcq: str) -> list[cp_model.IntVar]:
+        """Indicators that ``w`` is admitted and could preempt under ``pair``."""
+        uses = self._uses(w, pair.frs)
+        for fr in sorted(pair.dynamic):
+            uses.append(self._takes_while_borrowing(w, vcq, fr))
+        if not pair.need_nominal:
+            return uses
+        key = (w, pair.frs, pair.dynamic, vcq if pair.dynamic else "")
+        if key not in self._nominal_links:
+            t = self.model.new_bool_var(f"T{w}_{len(self._nominal_links)}")
+            alone = self._within_nominal_alone(w)
+            self.model.add(t <= sum(uses))
+            self.model.add(t <= alone)
+            self.v.derive(t, _both(uses, alone))
+            self._nominal_links[key] = t
+        return [self._nominal_links[key]]
+
+    def credit(self, values: dict[int, int], named: dict[str, str]) -> dict[int, int]:
+        """victim index -> the workload credited with evicting it: an admitted
+        member of a linked class that can preempt, the plan's named preemptor
+        first (Kueue may have given the freed room to another workload), else
+        the first in queue order."""
+        data = self.data
+        out: dict[int, int] = {}
+        for vd, victim in zip(data.victims, self.v.victims, strict=True):
+            if not values[victim.index]:
+                continue
+            able = [
+                w
+                for p in data.pairs.get(vd.idx, [])
+                for w in p.members
+                if any(values[x.index] for x in self._capable(w, p, vd.info.cq))
+            ]
+            want = named.get(vd.info.key)
+            chosen = next(
+                (w for w in able if data.workloads[w].key == want),
+                able[0] if able else None,
+            )
+            if chosen is not None:
+                out[vd.idx] = chosen
+        return out
 
     def _uses(self, w: int, frs: frozenset[FR]) -> list[cp_model.IntVar]:
         """Flavor choices of ``w`` that put it on one of ``frs``."""
@@ -261,8 +299,11 @@ class Constraints:
         key = (w, cq, fr)
         if key not in self._both:
             both = self.model.new_bool_var(f"D{w}_{cq}_{fr[0]}_{fr[1]}")
-            self.model.add(both <= sum(self._uses(w, frozenset([fr]))))
-            self.model.add(both <= self._peak_borrowing(cq, fr))
+            uses = self._uses(w, frozenset([fr]))
+            peak = self._peak_borrowing(cq, fr)
+            self.model.add(both <= sum(uses))
+            self.model.add(both <= peak)
+            self.v.derive(both, _both(uses, peak))
             self._both[key] = both
         return self._both[key]
 
@@ -282,9 +323,10 @@ class Constraints:
             base = self.data.base_usage.get(cq, {}).get(fr, 0)
             # usage > nominal  <=>  scaled admissions >= floor((N - base)/s) + 1
             need = (node.nominal.get(fr, 0) - base) // scale + 1
-            expr = sum((c // scale) * x for c, x in terms)
+            scaled = [(c // scale, x) for c, x in terms]
             if need > 0:  # b -> expr >= need, linear because expr >= 0
-                self.model.add(expr >= need * b)
+                self.model.add(sum(c * x for c, x in scaled) >= need * b)
+            self.v.derive(b, _at_least(scaled, need))
             self._peak[key] = b
         return self._peak[key]
 
@@ -300,6 +342,7 @@ class Constraints:
         cq = self.data.workloads[w].cq.name
         node = self.data.tree.node(cq)
         base = self.data.base_usage.get(cq, {})
+        rows: list[tuple[LinearTerms, int]] = []
         for fr, own in sorted(self.own_terms[w].items(), key=lambda kv: kv[0]):
             scale = self._scale(fr)
             terms = own + self.victim_terms.get((cq, fr), [])
@@ -309,6 +352,8 @@ class Constraints:
             top = sum(c * _ub(x) for c, x in scaled if c > 0)
             if top > rhs:  # b -> expr <= rhs, as a big-M row
                 self.model.add(expr + (top - rhs) * b <= top)
+            rows.append((scaled, rhs))
+        self.v.derive(b, _all_within(rows))
         self._alone[w] = b
         return b
 
@@ -324,3 +369,32 @@ class Constraints:
 def _ub(x: cp_model.IntVar) -> int:
     # The proto's repeated field does not support negative indexing.
     return int(list(x.proto.domain)[-1])
+
+
+# -- how auxiliary variables follow from the decisions ---------------------------
+
+
+def _sum(terms: LinearTerms, val: dict[int, int]) -> int:
+    return sum(c * val[x.index] for c, x in terms)
+
+
+def _positive_part(terms: LinearTerms, shift: int) -> Derive:
+    return lambda val: max(0, _sum(terms, val) + shift)
+
+
+def _both(uses: list[cp_model.IntVar], peak: cp_model.IntVar) -> Derive:
+    return lambda val: min(
+        max((val[u.index] for u in uses), default=0), val[peak.index]
+    )
+
+
+def _at_least(terms: LinearTerms, need: int) -> Derive:
+    return lambda val: int(_sum(terms, val) >= need)
+
+
+def _any(terms: list[cp_model.IntVar]) -> Derive:
+    return lambda val: int(any(val[x.index] for x in terms))
+
+
+def _all_within(rows: list[tuple[LinearTerms, int]]) -> Derive:
+    return lambda val: int(all(_sum(t, val) <= rhs for t, rhs in rows))

@@ -1,61 +1,30 @@
-"""The lexicographic objective, as an ordered list of linear criteria.
+"""The objective as stages of small-integer linear criteria.
 
-Order (README "Objective"): per priority tier, highest first, accelerator
-demand running after the plan, then other demand; then preemption cost,
-preferred-topology spread, fragmentation (empty hosts opened) and
-borrowing.  Criteria are packed into stages whose weighted sums provably
-preserve the order (each weight exceeds the whole range of everything after
-it) and stay far inside int64; the stages are solved one after another with
-the earlier ones held at their best found value.
+Under the ``tiers`` policy every priority tier, highest first, is one stage:
+its GPUs running after the plan, weighted just above the range of its other
+demand (coarse buckets, see :mod:`placewise.solver.policy`), so the weights
+stay small and the LP stays well conditioned.  The ``gpus`` policy is one
+stage of GPUs alone.  The tie-breaks — preemption cost, preferred-level
+spread, empty hosts opened, borrowing — come last, packed into as few stages
+as weights below 2^31 allow.  Stages are solved in order, each held at its
+best value afterwards (:mod:`.stages`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import yaml
 from ortools.sat.python import cp_model
 
-from placewise.models.cluster import PODS
-from placewise.models.plan import Plan
-from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.variables import Variables
-from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.cpsat.variables import Derive, Variables
+from placewise.solver.policy import Policy, accelerators, capacity, other_demand
 from placewise.solver.problem.data import ModelData
 
 Terms = list[tuple[int, cp_model.IntVar]]
-STAGE_RANGE = 1 << 60
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """Objective weights; ``--policy FILE`` (YAML) overrides the defaults."""
-
-    accelerators: tuple[str, ...] = ACCELERATORS
-    """Resources counted as "GPUs first" demand."""
-    demand_scale: int = 1_000_000
-    """Other resources count as millionths of their cluster-wide capacity."""
-    preemption: bool = True
-    topology: bool = True
-    fragmentation: bool = True
-    borrowing: bool = True
-
-    @staticmethod
-    def from_file(path: str | Path) -> Policy:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: a policy file is a YAML mapping")
-        known = set(Policy.__dataclass_fields__)
-        unknown = set(raw) - known
-        if unknown:
-            raise ValueError(f"{path}: unknown policy keys {sorted(unknown)}")
-        if "accelerators" in raw:
-            raw["accelerators"] = tuple(raw["accelerators"])
-        return Policy(**raw)
+STAGE_RANGE = 1 << 31
+"""Largest product of criterion ranges packed into one tie-break stage."""
 
 
 @dataclass(slots=True)
@@ -77,62 +46,28 @@ class Criterion:
             self.lo += coef * var_hi
 
 
-def capacity(snapshot: Snapshot) -> dict[str, int]:
-    """Cluster-wide size of each resource: what "other demand" is a share of."""
-    cap: dict[str, int] = defaultdict(int)
-    for node in snapshot.nodes.values():
-        for r, q in node.allocatable.items():
-            cap[r] += q
-    for cq in snapshot.cluster_queues.values():
-        for g in cq.resource_groups:
-            for fq in g.flavors:
-                for rq in fq.resources:
-                    cap[rq.name] = max(cap[rq.name], rq.nominal)
-    return cap
+@dataclass(slots=True)
+class Stage:
+    """One solve: maximise ``sum(terms)`` (weighted criteria)."""
 
+    name: str
+    terms: Terms
+    lo: int
+    hi: int
+    tier: int | None = None
+    """The priority this stage decides (``tiers``), else None."""
+    gpus: Terms = field(default_factory=list)
+    """GPU terms alone (admitted minus preempted) for reporting and bounds."""
+    weight: int = 1
+    """GPU weight in ``terms``; ``other_lo`` is the lowest the rest can be."""
+    other_lo: int = 0
 
-def other_demand(req: Mapping[str, int], cap: Mapping[str, int], pol: Policy) -> int:
-    total = 0
-    for r, q in req.items():
-        if r in pol.accelerators or r == PODS or q <= 0:
-            continue
-        total += max(1, q * pol.demand_scale // max(cap.get(r, 1), 1))
-    return total
+    def value(self, values: dict[int, int]) -> int:
+        return sum(c * values[x.index] for c, x in self.terms)
 
-
-def primary_vector(snapshot: Snapshot, plan: Plan, pol: Policy) -> list[int]:
-    """Criteria 1-2 of a plan, computed from the plan alone (no model).
-
-    Used as the floor when the greedy plan cannot be expressed in the model:
-    per tier, highest first, (accelerators, other demand) added by the plan
-    minus what its preemptions take away.
-    """
-    cap = capacity(snapshot)
-    acc: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    for a in plan.admissions:
-        w = snapshot.workloads[a.workload]
-        spec = {ps.name: ps for ps in w.pod_sets}
-        for psa in a.pod_set_assignments:
-            ps = spec.get(psa.name)
-            if ps is None:
-                continue
-            acc[w.priority][0] += (
-                sum(q for r, q in ps.requests.items() if r in pol.accelerators)
-                * psa.count
-            )
-            acc[w.priority][1] += other_demand(ps.requests, cap, pol) * psa.count
-    for p in plan.preemptions:
-        v = snapshot.workloads[p.workload]
-        usage: dict[str, int] = defaultdict(int)
-        for (_f, r), q in v.usage().items():
-            usage[r] += q
-        acc[v.priority][0] -= sum(q for r, q in usage.items() if r in pol.accelerators)
-        acc[v.priority][1] -= other_demand(usage, cap, pol)
-    out: list[int] = []
-    tiers = {w.priority for w in snapshot.workloads.values()}
-    for tier in sorted(tiers, reverse=True):
-        out += acc[tier]
-    return out
+    def gpu_bound(self, stage_bound: float) -> int:
+        """GPUs (delta) implied by a bound on the stage's objective."""
+        return int((stage_bound - self.other_lo + 1e-6) // self.weight)
 
 
 class Objective:
@@ -145,89 +80,80 @@ class Objective:
         policy: Policy,
     ) -> None:
         self.model, self.data, self.v, self.c, self.policy = model, data, v, c, policy
-        self.criteria: list[Criterion] = []
+        self.cap = capacity(data.snapshot)
 
-    def build(self) -> list[list[Criterion]]:
-        self._demand_per_tier()
+    def build(self) -> list[Stage]:
+        if self.policy.objective == "gpus":
+            gpus, _ = self._demand(None)
+            stages = [Stage("gpus", gpus.terms, gpus.lo, gpus.hi, None, gpus.terms)]
+        else:
+            stages = [self._tier(t) for t in self._tiers()]
+        stages = [s for s in stages if s.terms]
+        tail: list[Criterion] = []
         if self.policy.preemption:
-            self._preemption_cost()
+            tail.append(self._preemption_cost())
         if self.policy.topology:
-            self._preferred_spread()
+            tail.append(self._preferred_spread())
         if self.policy.fragmentation:
-            self._empty_hosts_opened()
+            tail.append(self._empty_hosts())
         if self.policy.borrowing:
-            self._borrowing()
-        return self.stages()
+            tail.append(self._borrowing())
+        return stages + pack([c for c in tail if c.terms])
 
-    def stages(self) -> list[list[Criterion]]:
-        out: list[list[Criterion]] = []
-        current: list[Criterion] = []
-        span = 1
-        for crit in self.criteria:
-            if not crit.terms:
-                continue
-            width = crit.hi - crit.lo + 1
-            if current and span * width > STAGE_RANGE:
-                out.append(current)
-                current, span = [], 1
-            current.append(crit)
-            span *= width
-        if current:
-            out.append(current)
-        return out
-
-    @staticmethod
-    def weighted(stage: list[Criterion]) -> Terms:
-        """Weights: each criterion outweighs the full range of all later ones."""
-        terms: Terms = []
-        weight = 1
-        for crit in reversed(stage):
-            terms += [(weight * c, x) for c, x in crit.terms]
-            weight *= crit.hi - crit.lo + 1
-        return terms
-
-    # -- criteria ------------------------------------------------------------------
-
-    def _demand_per_tier(self) -> None:
-        data, pol = self.data, self.policy
-        cap = capacity(data.snapshot)
-
-        def other(req: dict[str, int]) -> int:
-            return other_demand(req, cap, pol)
-
-        tiers = sorted(
-            {wd.info.priority for wd in data.workloads}
-            | {vd.info.priority for vd in data.victims},
+    def _tiers(self) -> list[int]:
+        return sorted(
+            {wd.info.priority for wd in self.data.workloads}
+            | {vd.info.priority for vd in self.data.victims},
             reverse=True,
         )
-        for tier in tiers:
-            gpus, rest = Criterion(f"accelerators@{tier}"), Criterion(f"demand@{tier}")
-            for pd in data.pod_sets:
-                if data.workloads[pd.wl].info.priority != tier:
-                    continue
-                acc = sum(q for r, q in pd.ps.requests.items() if r in pol.accelerators)
-                rest_coef = other(pd.ps.requests)
-                n = self.v.pod_sets[pd.idx].n
-                if pd.min_count < pd.count:
-                    gpus.add(acc, n, pd.count)  # type: ignore[arg-type]
-                    rest.add(rest_coef, n, pd.count)  # type: ignore[arg-type]
-                else:
-                    admit = self.v.workloads[pd.wl].admit
-                    gpus.add(acc * pd.count, admit, 1)
-                    rest.add(rest_coef * pd.count, admit, 1)
-            for vd, x in zip(data.victims, self.v.victims, strict=True):
-                if vd.info.priority != tier:
-                    continue
-                usage: dict[str, int] = defaultdict(int)
-                for (_f, r), q in vd.info.usage.items():
-                    usage[r] += q
-                gpus.add(
-                    -sum(q for r, q in usage.items() if r in pol.accelerators), x, 1
-                )
-                rest.add(-other(dict(usage)), x, 1)
-            self.criteria += [gpus, rest]
 
-    def _preemption_cost(self) -> None:
+    def _tier(self, tier: int) -> Stage:
+        gpus, other = self._demand(tier)
+        weight = other.hi - other.lo + 1
+        terms = [(weight * c, x) for c, x in gpus.terms] + other.terms
+        return Stage(
+            f"tier {tier}",
+            terms,
+            weight * gpus.lo + other.lo,
+            weight * gpus.hi + other.hi,
+            tier,
+            gpus.terms,
+            weight,
+            other.lo,
+        )
+
+    def _demand(self, tier: int | None) -> tuple[Criterion, Criterion]:
+        """GPUs and other demand a plan adds (admissions minus preemptions)
+        for one tier, or for all of them when ``tier`` is None."""
+        data, pol = self.data, self.policy
+        gpus, rest = Criterion(f"gpus@{tier}"), Criterion(f"other@{tier}")
+        for pd in data.pod_sets:
+            if tier is not None and data.workloads[pd.wl].info.priority != tier:
+                continue
+            acc = accelerators(pd.ps.requests, pol)
+            rest_coef = other_demand(pd.ps.requests, self.cap, pol)
+            n = self.v.pod_sets[pd.idx].n
+            if pd.min_count < pd.count:
+                gpus.add(acc, n, pd.count)  # type: ignore[arg-type]
+                rest.add(rest_coef, n, pd.count)  # type: ignore[arg-type]
+            else:
+                admit = self.v.workloads[pd.wl].admit
+                gpus.add(acc * pd.count, admit, 1)
+                rest.add(rest_coef * pd.count, admit, 1)
+        for vd, x in zip(data.victims, self.v.victims, strict=True):
+            if tier is not None and vd.info.priority != tier:
+                continue
+            usage: dict[str, int] = defaultdict(int)
+            for (_f, r), q in vd.info.usage.items():
+                usage[r] += q
+            gpus.add(-accelerators(usage, pol), x, 1)
+            rest.add(-other_demand(usage, self.cap, pol), x, 1)
+        return gpus, rest
+
+    # -- tie-breaks ------------------------------------------------------------
+
+    def _preemption_cost(self) -> Criterion:
+        """Fewer, smaller and lower-priority preemptions."""
         crit = Criterion("preemption-cost")
         ranks = {
             p: i + 1
@@ -236,32 +162,29 @@ class Objective:
             )
         }
         for vd, x in zip(self.data.victims, self.v.victims, strict=True):
-            size = sum(
-                q
-                for (_f, r), q in vd.info.usage.items()
-                if r in self.policy.accelerators
+            size = accelerators(
+                {r: q for (_f, r), q in vd.info.usage.items()}, self.policy
             )
             crit.add(-ranks[vd.info.priority] * (1 + size), x, 1)
-        self.criteria.append(crit)
+        return crit
 
-    def _preferred_spread(self) -> None:
+    def _preferred_spread(self) -> Criterion:
         """Fewest domains at the preferred level per pod set."""
         crit = Criterion("preferred-spread")
         for q in self.c.placement.preferred.values():
             crit.add(-1, q, 1)
-        self.criteria.append(crit)
+        return crit
 
-    def _empty_hosts_opened(self) -> None:
-        """Keep empty hosts empty: count hosts a plan starts using."""
-        crit = Criterion("empty-hosts-opened")
+    def _empty_hosts(self) -> Criterion:
+        """Keep empty hosts empty (maximise the hosts left empty)."""
+        crit = Criterion("empty-hosts-kept")
         pl = self.c.placement
         for cls in pl.layout.classes:
             if cls.empty:
-                # opened = hosts - left empty; the constant does not matter.
                 crit.add(1, pl.empty[cls.idx], len(cls.leaves))
-        self.criteria.append(crit)
+        return crit
 
-    def _borrowing(self) -> None:
+    def _borrowing(self) -> Criterion:
         crit = Criterion("borrowing")
         tree = self.data.tree
         for (cq, fr), (terms, const, scale) in sorted(
@@ -273,14 +196,53 @@ class Objective:
             if hi <= 0:
                 continue
             b = self.model.new_int_var(0, hi, f"B_{cq}_{fr[0]}_{fr[1]}")
-            self.model.add(
-                b * scale >= sum(c * x for c, x in terms) * scale + const - nominal
-            )
+            expr = sum(c * x for c, x in terms)
+            self.model.add(b * scale >= expr * scale + const - nominal)
+            self.v.derive(b, _excess(terms, const - nominal, scale))
             crit.add(-1, b, hi)
-        self.criteria.append(crit)
+        return crit
+
+
+def pack(criteria: list[Criterion]) -> list[Stage]:
+    """Criteria in order, as few stages as weights below STAGE_RANGE allow;
+    inside a stage each criterion outweighs the whole range of the later ones."""
+    out: list[Stage] = []
+    current: list[Criterion] = []
+    span = 1
+
+    def flush() -> None:
+        terms: Terms = []
+        weight = 1
+        lo = hi = 0
+        for crit in reversed(current):
+            terms += [(weight * c, x) for c, x in crit.terms]
+            lo += weight * crit.lo
+            hi += weight * crit.hi
+            weight *= crit.hi - crit.lo + 1
+        name = "+".join(c.name for c in current)
+        out.append(Stage(name, terms, lo, hi))
+
+    for crit in criteria:
+        width = crit.hi - crit.lo + 1
+        if current and span * width > STAGE_RANGE:
+            flush()
+            current, span = [], 1
+        current.append(crit)
+        span *= width
+    if current:
+        flush()
+    return out
+
+
+def _excess(terms: Terms, const: int, scale: int) -> Derive:
+    """Smallest ``b`` with ``b * scale >= scale * sum(terms) + const``, >= 0."""
+
+    def value(val: dict[int, int]) -> int:
+        total = scale * sum(c * val[x.index] for c, x in terms) + const
+        return max(0, -(-total // scale))
+
+    return value
 
 
 def _upper(x: cp_model.IntVar) -> int:
-    # The proto's repeated field does not support negative indexing.
-    domain = list(x.proto.domain)
-    return int(domain[-1])
+    return int(list(x.proto.domain)[-1])

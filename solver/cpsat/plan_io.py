@@ -49,8 +49,9 @@ def decisions_from_plan(
 ) -> dict[int, int] | None:
     """Proto index -> value for admissions, flavors, counts, placements, victims.
 
-    None when the plan uses something the model cannot express (e.g. a leaf
-    without a placement variable); the caller then starts cold.
+    Who preempts whom (``S`` pairs) is left to :meth:`Constraints.credit`,
+    which needs the derived indicators.  None when the plan uses something
+    the model cannot express; the caller then starts cold.
     """
     out: dict[int, int] = {}
     admitted = {a.workload: a for a in plan.admissions}
@@ -107,25 +108,9 @@ def decisions_from_plan(
                         None,
                     )
                 out[u.index] = count if f == chosen else 0
-    victims = {p.workload: p for p in plan.preemptions}
-    by_key = {wd.key: wd.idx for wd in data.workloads}
-    pairs_of: dict[int, list[int]] = {}
-    for w, vi in v.pairs:
-        pairs_of.setdefault(vi, []).append(w)
+    victims = {p.workload for p in plan.preemptions}
     for vd, x in zip(data.victims, v.victims, strict=True):
-        pre = victims.get(vd.info.key)
-        out[x.index] = int(pre is not None)
-        chosen_w = by_key.get(pre.preemptor) if pre else None
-        mine = pairs_of.get(vd.idx, [])
-        admitted_w = [w for w in mine if out[v.workloads[w].admit.index]]
-        if pre is not None and chosen_w not in admitted_w:
-            # The named preemptor was not admitted (Kueue let another workload
-            # take the freed capacity): leave the credit open, for the
-            # completion to find an admitted preemptor the rules allow (only
-            # a relaxed model accepts none).
-            continue
-        for w in mine:
-            out[v.pairs[(w, vd.idx)].index] = int(w == chosen_w)
+        out[x.index] = int(vd.info.key in victims)
     placed = placement_values(pl, plan)
     if placed is None:
         return None
@@ -151,6 +136,7 @@ def plan_from_values(
     c: Constraints,
     values: dict[int, int],
     reasons: dict[str, str],
+    named: dict[str, str] | None = None,
 ) -> Plan:
     admissions = []
     admitted_idx: set[int] = set()
@@ -201,15 +187,11 @@ def plan_from_values(
             )
         )
     preemptions = []
+    credit = c.credit(values, named or {})
     for vd, x in zip(data.victims, v.victims, strict=True):
         if not values[x.index]:
             continue
-        w = next(
-            w
-            for (w, vi), s in sorted(v.pairs.items())
-            if vi == vd.idx and values[s.index]
-        )
-        wd = data.workloads[w]
+        wd = data.workloads[credit[vd.idx]]
         reason = "InClusterQueue"
         if vd.info.cq != wd.cq.name:
             reason = "InCohortReclamation"

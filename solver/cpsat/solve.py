@@ -1,26 +1,38 @@
-"""Entry point: greedy warm start, compile, solve, never worse than greedy."""
+"""Entry point: warm start, compile, solve the stages, accept, report.
+
+The plan is never worse than the warm start under the objective: the warm
+start hints every stage, and a plan that still compares worse (a cold start
+after an unrepresentable warm start) is replaced by it (status FALLBACK).
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 
-from placewise.models.plan import Plan
+from placewise.models.plan import Plan, TierResult
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.plan_io import fallback
+from placewise.solver.cpsat.stages import StageResult, run_stages
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
+from placewise.solver.policy import Policy, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 
 log = logging.getLogger("placewise.cpsat")
 
+MIN_BUDGET = 0.5
+"""Seconds below which CP-SAT is not started (the warm start is returned)."""
+MARGIN = 0.5
+"""Seconds kept under --time-limit for CP-SAT's overshoot and the read-back."""
 
-def _compile(snapshot: Snapshot, greedy: Plan) -> ModelData:
-    admitted = {a.workload: a for a in greedy.admissions}
+
+def _compile(snapshot: Snapshot, warm: Plan) -> ModelData:
+    admitted = {a.workload: a for a in warm.admissions}
     data = compile_problem(snapshot)
     keep = [admitted[k] for k in sorted(data.unsupported) if k in admitted]
     if keep:
-        # Workloads the model cannot express keep the greedy's decision.
+        # Workloads the model cannot express keep the warm start's decision.
         data = compile_problem(
             snapshot, fixed={a.workload: admitted_info(snapshot, a) for a in keep}
         )
@@ -28,50 +40,84 @@ def _compile(snapshot: Snapshot, greedy: Plan) -> ModelData:
     return data
 
 
-MIN_BUDGET = 0.5
-"""Seconds below which CP-SAT is not started (the greedy plan is returned)."""
-
-
-def _fallback(greedy: Plan, start: float, why: str) -> Plan:
+def _fallback(warm: Plan, start: float, why: str) -> Plan:
     log.warning("cpsat: %s; returning the greedy plan", why)
-    return fallback(greedy, time.perf_counter() - start)
+    return fallback(warm, time.perf_counter() - start)
 
 
 def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     params = params or CpSatParams()
     start = time.perf_counter()
     outcome = run_greedy(snapshot)
-    greedy = outcome_to_plan(snapshot, outcome, "greedy", time.perf_counter() - start)
+    warm = outcome_to_plan(snapshot, outcome, "greedy", time.perf_counter() - start)
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
-        return _fallback(greedy, start, "the greedy warm start used the time limit")
-    data = _compile(snapshot, greedy)
-    budget = params.time_limit - (time.perf_counter() - start)
-    if budget < MIN_BUDGET:
-        return _fallback(greedy, start, "compiling the model used the time limit")
-    model = CPModel(
-        data,
-        CpSatParams(
-            time_limit=budget,
-            workers=params.workers,
-            seed=params.seed,
-            deterministic_time=params.deterministic_time,
-            policy=params.policy,
-        ),
-    )
+        return _fallback(warm, start, "the greedy warm start used the time limit")
+    data = _compile(snapshot, warm)
+    model = CPModel(data, params)
+    if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
+        return _fallback(warm, start, "building the model used the time limit")
+    hint = model.hint(warm)
+    if hint is None:
+        log.warning("cpsat: the greedy plan is not representable; cold start")
+    deadline = start + params.time_limit - min(MARGIN, 0.05 * params.time_limit)
+    values, results = run_stages(model, hint, deadline, progress=log.info)
+    if values is None:
+        return _fallback(warm, start, "no solution within the time limit")
     reasons = dict(outcome.reasons)
-    for a in greedy.admissions:
+    for a in warm.admissions:
         reasons[a.workload] = (
             "Kueue's greedy order would admit it, but the optimizer's plan keeps "
             "more priority-weighted demand running without it"
         )
-    # Building the model counts against the limit: solve to the deadline.
-    # In residual mode the residual solve gets a third of what is left; the
-    # block-by-block search, which can move admitted work, gets the rest.
-    # CP-SAT overshoots each stage's limit slightly and the plan is read
-    # back after the last one: keep a small margin so the limit holds.
-    deadline = start + params.time_limit - min(0.5, 0.05 * params.time_limit)
-    plan, _ = model.solve(greedy, reasons, deadline=deadline)
+    plan = model.plan(values, reasons)
+    pol = params.policy
+    if primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol):
+        return _fallback(warm, start, "the search ended below the greedy plan")
+    done = all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
+    tiers, total_bound = _report(snapshot, plan, values, results, pol)
     wall = time.perf_counter() - start
+    total = sum(t.gpus for t in tiers)
     return plan.model_copy(
-        update={"solver": plan.solver.model_copy(update={"wall_seconds": wall})}
+        update={
+            "solver": plan.solver.model_copy(
+                update={
+                    "status": "OPTIMAL" if done else "FEASIBLE",
+                    "wall_seconds": wall,
+                    "objective": float(total),
+                    "bound": None if total_bound is None else float(total_bound),
+                    "tiers": tiers,
+                }
+            )
+        }
     )
+
+
+def _report(
+    snapshot: Snapshot,
+    plan: Plan,
+    values: dict[int, int],
+    results: list[StageResult],
+    pol: Policy,
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """Per tier, GPUs running after the plan and the proven bound on them;
+    and a bound on the total when the objective is GPUs alone."""
+    figures = tier_figures(snapshot, plan, pol)
+    slack: dict[int | None, int] = {}
+    for r in results:
+        st = r.stage
+        if not st.gpus:
+            continue
+        got = sum(c * values[x.index] for c, x in st.gpus)
+        bound = r.bound if r.bound is not None else st.hi
+        slack[st.tier] = max(0, st.gpu_bound(bound) - got)
+    if pol.objective == "gpus":
+        tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
+        total = sum(f.gpus for f in figures)
+        return tiers, total + slack.get(None, 0)
+    tiers = tuple(
+        TierResult(
+            priority=f.priority, gpus=f.gpus, bound=f.gpus + slack.get(f.priority, 0)
+        )
+        for f in figures
+    )
+    return tiers, None

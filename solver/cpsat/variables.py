@@ -2,13 +2,14 @@
 
 Name scheme: ``W{w}_admit``, ``P{p}_n`` (pods admitted), ``G{g}_R{rg}_F{f}``
 (flavor choice), ``P{p}_R{rg}_F{f}_u`` (pods under that flavor),
-``V{v}_victim``, ``S{w}_{v}`` (w is v's preemptor).  TAS placement lives in
-:mod:`placewise.solver.cpsat.placement`; auxiliary variables for objective
-terms are created on demand.
+``V{v}_victim``.  Who may preempt whom (``A`` links per preemptor class) is
+in :mod:`.constraints`, TAS placement in :mod:`.placement`; auxiliary
+variables are created on demand and register how they follow from these.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -31,23 +32,37 @@ class WorkloadVar:
     """(group, resource group, flavor) -> chosen."""
 
 
+Derive = Callable[[dict[int, int]], int]
+
+
 class Variables:
-    """Creates the core variables; lazily, the auxiliary ones."""
+    """Creates the core variables; lazily, the auxiliary ones.
+
+    Every auxiliary variable registers how its value follows from the
+    decisions (:meth:`derive`), so a plan becomes a complete assignment —
+    the search's hint — without a solve.
+    """
 
     def __init__(self, model: cp_model.CpModel, data: ModelData) -> None:
         self.model = model
         self.data = data
+        self.derived: list[tuple[cp_model.IntVar, Derive]] = []
         self.workloads = [
             WorkloadVar(model.new_bool_var(f"W{wd.idx}_admit")) for wd in data.workloads
         ]
         self.victims = [model.new_bool_var(f"V{v.idx}_victim") for v in data.victims]
-        self.pairs: dict[tuple[int, int], cp_model.IntVar] = {}
-        for v, lst in sorted(data.pairs.items()):
-            for pair in lst:
-                w = pair.workload
-                self.pairs[(w, v)] = model.new_bool_var(f"S{w}_{v}")
         self.pod_sets = [self._pod_set(pd) for pd in data.pod_sets]
         self._make_flavors()
+
+    def derive(self, var: cp_model.IntVar, value: Derive) -> None:
+        """``var``'s value given the values of variables created before it."""
+        self.derived.append((var, value))
+
+    def complete(self, values: dict[int, int]) -> dict[int, int]:
+        """Fill every derived variable into ``values`` (creation order)."""
+        for var, value in self.derived:
+            values[var.index] = value(values)
+        return values
 
     def _pod_set(self, pd: PodSetData) -> PodSetVar:
         admit = self.workloads[pd.wl].admit

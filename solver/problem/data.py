@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,15 +25,12 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Admission, PodSet, Workload
 from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas
 from placewise.solver.kueue.order import queue_order
-from placewise.solver.kueue.preemption import (
-    may_reclaim_while_borrowing,
-    satisfies_policy,
-)
-from placewise.solver.kueue.quota import FR, QuotaNode, QuotaTree
+from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.kueue.workload import WlInfo, running_info
 
 if TYPE_CHECKING:
     from placewise.solver.problem.layout import Layout
+    from placewise.solver.problem.pairs import Pair
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -120,22 +117,6 @@ class VictimData:
     info: WlInfo
     leaf_usage: dict[int, dict[str, int]]
     """TAS usage this workload holds per leaf (released if preempted)."""
-
-
-class Pair(NamedTuple):
-    """A pending workload that may evict a running one."""
-
-    workload: int
-    frs: frozenset[FR]
-    """Shared flavor-resources on which the victim's queue (and every
-    cohort up to the common ancestor) already borrows."""
-    need_nominal: bool
-    """borrowWithinCohort does not allow it: the preemptor must end within
-    its nominal quota."""
-    dynamic: frozenset[FR] = frozenset()
-    """Shared flavor-resources on which only the victim's queue is not yet
-    borrowing: valid if the plan's admissions into that queue make it
-    borrow (the validator judges borrowing at the plan's peak usage)."""
 
 
 @dataclass(slots=True)
@@ -257,7 +238,6 @@ def compile_data(
         if cq_name is None or snap.blocked_reason(w) is not None:
             continue
         _add_workload(data, w, snap.cluster_queues[cq_name])
-    _add_pairs(data)
     _add_chains(data)
     return data
 
@@ -389,120 +369,6 @@ def candidate_frs(data: ModelData, wd: WorkloadData) -> set[FR]:
     return out
 
 
-def _borrowing(node: QuotaNode, fr: FR) -> bool:
-    return node.usage.get(fr, 0) > node.subtree.get(fr, 0)
-
-
-def _add_pairs(data: ModelData) -> None:
-    """Which pending workload may evict which running one (the validator's rules).
-
-    The structural part (same tree, common ancestor, which flavor-resources
-    every queue below it borrows) depends only on the two queues, so it is
-    computed once per queue pair; the per-workload part is the priority
-    policy and the shared flavor-resources.
-    """
-    tree, snap = data.tree, data.snapshot
-    frs_of = [frozenset(candidate_frs(data, wd)) for wd in data.workloads]
-    # (queue, fr) where the plan's admissions could make a queue that does
-    # not borrow yet borrow: running usage plus everything its free
-    # workloads could add exceeds nominal.
-    potential: dict[tuple[str, FR], int] = {}
-    for wd in data.workloads:
-        for fr in frs_of[wd.idx]:
-            most = sum(
-                data.pod_sets[p].requests.get(fr[1], 0) * data.pod_sets[p].count
-                for p in wd.pod_sets
-            )
-            key = (wd.cq.name, fr)
-            potential[key] = potential.get(key, 0) + most
-    admits_into = {
-        (cq, fr)
-        for (cq, fr), most in potential.items()
-        if data.base_usage.get(cq, {}).get(fr, 0) + most
-        > tree.node(cq).nominal.get(fr, 0)
-    }
-    by_cq: dict[str, list[WorkloadData]] = {}
-    for wd in data.workloads:
-        by_cq.setdefault(wd.cq.name, []).append(wd)
-    paths: dict[str, list[QuotaNode]] = {}
-
-    def path(cq: str) -> list[QuotaNode]:
-        if cq not in paths:
-            paths[cq] = _path(tree.node(cq))
-        return paths[cq]
-
-    all_frs = frozenset().union(*frs_of)
-    reach_cache: dict[tuple[str, str], tuple[frozenset[FR], frozenset[FR]] | None] = {}
-
-    def reach(vcq: str, wcq: str) -> tuple[frozenset[FR], frozenset[FR]] | None:
-        """For a victim's queue and another queue of its tree: the frs on
-        which every node from the victim's queue up to (excluding) the common
-        ancestor borrows already, and those on which only the victim's queue
-        does not yet but the plan's admissions could make it; None outside
-        one tree."""
-        key = (vcq, wcq)
-        if key not in reach_cache:
-            mine, theirs = path(wcq), path(vcq)
-            lca = next((n for n in theirs if n in mine), None)
-            if lca is None or len(theirs) == 1:
-                reach_cache[key] = None
-            else:
-                nodes = theirs[: theirs.index(lca)]
-                static = frozenset(
-                    fr for fr in all_frs if all(_borrowing(n, fr) for n in nodes)
-                )
-                dynamic = frozenset(
-                    fr
-                    for fr in all_frs - static
-                    if all(_borrowing(n, fr) for n in nodes[1:])
-                    and (vcq, fr) in admits_into
-                )
-                reach_cache[key] = (static, dynamic)
-        return reach_cache[key]
-
-    for v in data.victims:
-        vcq = v.info.cq
-        if not snap.is_active(vcq):
-            continue
-        for wcq, members in by_cq.items():
-            cq = members[0].cq
-            same = vcq == wcq
-            borrowing = None if same else reach(vcq, wcq)
-            if not same and borrowing is None:
-                continue
-            policy = (
-                cq.preemption.within_cluster_queue
-                if same
-                else cq.preemption.reclaim_within_cohort
-            )
-            for wd in members:
-                frs = frs_of[wd.idx] & v.info.frs
-                if not frs or not satisfies_policy(wd.info, v.info, policy):
-                    continue
-                if same:
-                    data.pairs.setdefault(v.idx, []).append(Pair(wd.idx, frs, False))
-                    continue
-                assert borrowing is not None
-                ok, dyn = frs & borrowing[0], frs & borrowing[1]
-                if not ok and not dyn:
-                    continue
-                borrow_ok = may_reclaim_while_borrowing(
-                    cq.preemption.borrow_within_cohort,
-                    wd.info.priority,
-                    v.info.priority,
-                )
-                data.pairs.setdefault(v.idx, []).append(
-                    Pair(wd.idx, ok, not borrow_ok, dyn)
-                )
-
-
-def _path(node: QuotaNode) -> list[QuotaNode]:
-    out = [node]
-    while out[-1].parent is not None:
-        out.append(out[-1].parent)
-    return out
-
-
 def _add_chains(data: ModelData) -> None:
     """StrictFIFO: admitted only if every workload ahead in the queue is."""
     by_cq: dict[str, list[WorkloadData]] = {}
@@ -553,8 +419,10 @@ def compile_problem(
     """:func:`compile_data` plus the aggregated placement; workloads whose
     topology request the placement cannot express are left out (with why)."""
     from placewise.solver.problem.layout import build_layout
+    from placewise.solver.problem.pairs import add_pairs
 
     data = compile_data(snap, free, fixed, removed)
+    add_pairs(data)
     layout = build_layout(data)
     if layout.unsupported:
         bad = {
@@ -562,6 +430,7 @@ def compile_problem(
             for p, why in layout.unsupported.items()
         }
         data = compile_data(snap, free, fixed, removed, exclude=bad)
+        add_pairs(data)
         layout = build_layout(data)
     data.layout = layout
     return data

@@ -110,6 +110,8 @@ class Layout:
     """flavor -> deepest level index any of its pod sets constrains (-1: none)."""
     release: dict[int, dict[int, dict[str, int]]]
     """victim index -> leaf -> usage it gives back when evicted."""
+    released: dict[int, dict[str, int]] = field(default_factory=dict)
+    """leaf -> everything victims there could give back together."""
     by_pod_set: dict[int, list[int]] = field(default_factory=dict)
     """pod set -> its specs (one per TAS flavor)."""
     unsupported: dict[int, str] = field(default_factory=dict)
@@ -247,6 +249,11 @@ def build_layout(data: ModelData) -> Layout:
             specs.append(spec)
     for f in data.topos:
         layout.depth[f] = max((s.depth for s in specs if s.flavor == f), default=-1)
+    for usage in release.values():
+        for leaf, amounts in usage.items():
+            acc = layout.released.setdefault(leaf, {})
+            for r, q in amounts.items():
+                acc[r] = acc.get(r, 0) + q
     masks = {f: _signature_masks(data, f, placements[f]) for f in placements}
     _make_classes(data, layout, masks)
     _candidate_domains(data, layout)
@@ -391,22 +398,18 @@ def leaf_units(layout: Layout, cls: HostClass, shape: int) -> int:
 
 def linear_cap(data: ModelData, layout: Layout, cls: HostClass, shape: int) -> int:
     """Units of ``shape`` a linear leaf could hold if every victim there left."""
-    leaf = cls.leaves[0]
-    free = dict(cls.free)
-    for usage in layout.release.values():
-        for r, q in usage.get(leaf, {}).items():
-            if r in free:
-                free[r] += q
+    extra = layout.released.get(cls.leaves[0], {})
+    free = {r: q + extra.get(r, 0) for r, q in cls.free.items()}
     return _fits(free, layout.shapes[shape])
 
 
 def _candidate_domains(data: ModelData, layout: Layout) -> None:
     """Per spec, the domains at its level where units fit, with their capacity."""
-    per_domain: dict[tuple[int, tuple[str, ...]], int] = defaultdict(int)
+    per_domain: dict[tuple[int, int], dict[tuple[str, ...], int]] = defaultdict(
+        lambda: defaultdict(int)
+    )
     for cls in layout.classes:
         for s in cls.shapes:
-            shape = layout.shapes[s]
-            f = shape.flavor
             per_leaf = (
                 linear_cap(data, layout, cls, s)
                 if cls.linear
@@ -414,16 +417,15 @@ def _candidate_domains(data: ModelData, layout: Layout) -> None:
             )
             if per_leaf <= 0:
                 continue
-            path = cls.paths[f]
+            path = cls.paths[layout.shapes[s].flavor]
             for d in range(-1, len(path)):
-                per_domain[(s, path[: d + 1])] += per_leaf * len(cls.leaves)
+                per_domain[(s, d)][path[: d + 1]] += per_leaf * len(cls.leaves)
     for spec in layout.specs:
         pd = data.pod_sets[spec.pod_set]
         units = pd.count // spec.unit
-        need = pd.min_count // spec.unit if spec.required is not None else 1
-        for (s, path), cap in per_domain.items():
-            if s != spec.shape or len(path) != spec.depth + 1:
-                continue
-            if spec.required is not None and spec.required == spec.depth and cap < need:
-                continue
+        need = pd.min_count // spec.unit
+        whole = spec.required is not None and spec.required == spec.depth
+        for path, cap in per_domain[(spec.shape, spec.depth)].items():
+            if whole and cap < need:
+                continue  # the required domain cannot hold even minCount
             spec.domains[path] = min(cap, units)

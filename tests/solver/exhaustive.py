@@ -39,7 +39,8 @@ from placewise.models.workload import (
 )
 
 ACCELERATORS = ("nvidia.com/gpu", "amd.com/gpu", "google.com/tpu")
-DEMAND_SCALE = 1_000_000
+DEMAND_SCALE = 1000
+"""Other demand in thousandths of cluster capacity, as the policy's default."""
 PODS = "pods"
 
 Vector = tuple[int, ...]

@@ -28,10 +28,11 @@ def test_cpsat_plan_is_valid_and_not_worse(case: Path) -> None:
     assert not violations, "\n".join(map(str, violations))
     greedy = solve_greedy(snap)
     model = CPModel(compile_problem(snap), PARAMS)
-    want, got = model.complete(greedy), model.complete(plan)
+    want, got = model.hint(greedy), model.hint(plan)
     if plan.solver.status == "FALLBACK":
         assert plan.admissions == greedy.admissions
         return
     assert got is not None, "the optimizer's own plan must be representable"
     if want is not None:
-        assert model.stage_values(got) >= model.stage_values(want)
+        stages = model.stages
+        assert [s.value(got) for s in stages] >= [s.value(want) for s in stages]

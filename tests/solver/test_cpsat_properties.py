@@ -191,7 +191,7 @@ def test_lending_limit_admission_is_representable() -> None:
     assert [a.workload for a in greedy.admissions] == ["default/w"]
     assert not validate(snap, greedy)
     model = CPModel(compile_problem(snap), PARAMS)
-    assert model.complete(greedy) is not None
+    assert model.hint(greedy) is not None
 
 
 def test_lending_limit_plan_not_worse_than_greedy() -> None:
