@@ -418,3 +418,9 @@ PATCH_TYPES_BUILTIN = [
     "application/strategic-merge-patch+json",
     "application/apply-patch+yaml",
 ]
+
+
+def accepted_patch_types(builtin: bool) -> list[str]:
+    """What this server applies: no server-side apply (it keeps no managedFields)."""
+    listed = PATCH_TYPES_BUILTIN if builtin else PATCH_TYPES_CRD
+    return [t for t in listed if t != "application/apply-patch+yaml"]
