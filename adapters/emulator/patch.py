@@ -211,6 +211,10 @@ def _prefixed(prefix: str, table: dict[str, str]) -> dict[str, str]:
 
 def _pod_spec_at(prefix: str) -> dict[str, str]:
     out = _prefixed(prefix, _POD_SPEC)
+    # ObjectMeta's tags hold wherever it is embedded, ephemeral volumes' PVC too.
+    out.update(
+        _prefixed(f"{prefix}.volumes.ephemeral.volumeClaimTemplate.metadata", _META)
+    )
     for containers in ("initContainers", "containers", "ephemeralContainers"):
         out.update(_prefixed(f"{prefix}.{containers}", _CONTAINER))
     return out
