@@ -210,6 +210,8 @@ def test_get_wide_shows_where_pods_landed(kubectl: Kubectl) -> None:
         ("n3", "Ready"),
     ]
     assert "zone=b" in nodes[2]["LABELS"]
+    every = table(kubectl.ok("get", "all", "-n", "ml"))
+    assert {r["NAME"] for r in every} == {"pod/bound", "pod/pending"}
 
 
 def test_get_kueue_objects_prints_their_columns(kubectl: Kubectl) -> None:
