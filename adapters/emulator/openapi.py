@@ -236,13 +236,14 @@ class OpenApi:
         self.table = table
         self._lock = threading.Lock()
         self._docs: dict[str, JSON] = {}
+        self._kinds: dict[ResourceType, tuple[str, dict[str, JSON]]] = {}
         self._rows: tuple[ResourceType, ...] = ()
 
     def _group_versions(self) -> dict[str, list[ResourceType]]:
         rows = tuple(self.table.snapshot())
         with self._lock:
             if rows != self._rows:
-                self._rows, self._docs = rows, {}
+                self._rows, self._docs, self._kinds = rows, {}, {}
         out: dict[str, list[ResourceType]] = {}
         for row in rows:
             key = f"apis/{row.group}/{row.version}" if row.group else "api/v1"
@@ -277,11 +278,15 @@ class OpenApi:
         """The kind's component name and the components to resolve it against."""
         key = f"apis/{rt.group}/{rt.version}" if rt.group else "api/v1"
         doc = self.document(key) or {}
+        with self._lock:
+            known = self._kinds.get(rt)
+        if known is not None:
+            return known
         schemas: dict[str, JSON] = (doc.get("components") or {}).get("schemas") or {}
-        for name, schema in schemas.items():
-            if _gvk(rt) in schema.get(GVK, []):
-                return name, schemas
-        return "", schemas
+        found = next((n for n, s in schemas.items() if _gvk(rt) in s.get(GVK, [])), "")
+        with self._lock:
+            self._kinds[rt] = (found, schemas)
+        return found, schemas
 
 
 def _kind_schema(builder: _Builder, rt: ResourceType) -> str:
