@@ -13,6 +13,18 @@ from placewise.adapters.emulator.resources import VERBS, ResourceTable, Resource
 
 JSON = dict[str, Any]
 
+# The built-ins upstream puts in the "all" category (``kubectl get all``).
+_CATEGORY_ALL = {
+    ("", "pods"),
+    ("", "services"),
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
+    ("apps", "replicasets"),
+    ("batch", "jobs"),
+    ("batch", "cronjobs"),
+}
+
 
 def _group_versions(table: ResourceTable) -> dict[str, list[str]]:
     """Group -> served versions, preferred (first registered) first."""
@@ -70,6 +82,8 @@ def resource_list(table: ResourceTable, group: str, version: str) -> JSON | None
         }
         if row.short_names:
             entry["shortNames"] = list(row.short_names)
+        if row.builtin and (row.group, row.plural) in _CATEGORY_ALL:
+            entry["categories"] = ["all"]
         resources.append(entry)
         resources += [_subresource_entry(row, sub) for sub in row.subresources]
     return {

@@ -388,3 +388,9 @@ def preemption_args(
             "NodeNameToMetaVictims": None,
         }
     return marshal(body)
+
+
+def struct_fields(struct: str) -> tuple[str, ...]:
+    """The JSON fields of a Go struct ordered here (empty for the others)."""
+    known = _STRUCTS.get(struct)
+    return known[0] if known is not None else ()

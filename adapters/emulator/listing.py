@@ -76,7 +76,9 @@ def list_objects(
 ) -> JSON:
     """The ``<Kind>List`` for a LIST request (``present`` shapes each item)."""
     labels = parse_label_selector(query.get("labelSelector"))
-    fields = parse_field_selector(query.get("fieldSelector"), rt.field_labels())
+    fields = parse_field_selector(
+        query.get("fieldSelector"), rt.field_labels(), rt.field_aliases
+    )
     match = predicate(labels, fields)
     limit = int(query.get("limit") or 0)
     token, rv = query.get("continue"), query.get("resourceVersion", "")

@@ -211,6 +211,10 @@ def _prefixed(prefix: str, table: dict[str, str]) -> dict[str, str]:
 
 def _pod_spec_at(prefix: str) -> dict[str, str]:
     out = _prefixed(prefix, _POD_SPEC)
+    # ObjectMeta's tags hold wherever it is embedded, ephemeral volumes' PVC too.
+    out.update(
+        _prefixed(f"{prefix}.volumes.ephemeral.volumeClaimTemplate.metadata", _META)
+    )
     for containers in ("initContainers", "containers", "ephemeralContainers"):
         out.update(_prefixed(f"{prefix}.{containers}", _CONTAINER))
     return out
@@ -418,3 +422,9 @@ PATCH_TYPES_BUILTIN = [
     "application/strategic-merge-patch+json",
     "application/apply-patch+yaml",
 ]
+
+
+def accepted_patch_types(builtin: bool) -> list[str]:
+    """What this server applies: no server-side apply (it keeps no managedFields)."""
+    listed = PATCH_TYPES_BUILTIN if builtin else PATCH_TYPES_CRD
+    return [t for t in listed if t != "application/apply-patch+yaml"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from placewise.adapters.emulator import (
     patch,
     seed,
     strategies,
+    views,
 )
 from placewise.adapters.emulator.resources import ResourceTable, ResourceType
 from placewise.adapters.emulator.store import Store
@@ -67,6 +69,7 @@ class Registry:
 
     def present(self, rt: ResourceType, obj: JSON, in_list: bool = False) -> JSON:
         """Serve a stored object as ``rt``'s version; typed list items carry no kind."""
+        obj = views.to_served(rt, obj)
         if in_list and rt.builtin:
             return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
         if obj.get("apiVersion") == rt.api_version and obj.get("kind") == rt.kind:
@@ -160,6 +163,7 @@ class Registry:
             if self.store.get(rt.storage, namespace, name) is not None:
                 raise errors.already_exists(rt.plural, rt.group, name)
             obj = strategies.prepare_create(rt, obj, self.store, from_api=True)
+            obj = views.to_stored(rt, obj)
             if dry_run:
                 return self.present(rt, obj)
             stored = self.store.put(rt.storage, obj)
@@ -234,7 +238,7 @@ class Registry:
         subresource: str | None,
         dry_run: bool,
     ) -> JSON:
-        new = strategies.prepare_update(rt, old, new, subresource)
+        new = views.to_stored(rt, strategies.prepare_update(rt, old, new, subresource))
         strategies.validate_update(rt, old, new)
         if _same_content(old, new):
             return self.present(rt, old)
@@ -253,10 +257,12 @@ class Registry:
         body: Any,
         subresource: str | None = None,
         dry_run: bool = False,
+        inspect: Callable[[JSON], None] | None = None,
     ) -> JSON:
+        """Apply a patch; ``inspect`` sees the patched object before it is stored."""
         ctype = content_type.split(";")[0].strip().lower()
-        accepted = patch.PATCH_TYPES_BUILTIN if rt.builtin else patch.PATCH_TYPES_CRD
-        if ctype not in accepted or ctype == "application/apply-patch+yaml":
+        accepted = patch.accepted_patch_types(rt.builtin)
+        if ctype not in accepted:
             raise errors.unsupported_media(accepted)
         with self.store.lock:
             old = self.require(rt, namespace, name)
@@ -293,6 +299,8 @@ class Registry:
                     f"the name of the object ({meta.get('name')}) does not match the "
                     f"name on the URL ({name})"
                 )
+            if inspect is not None:
+                inspect(new)
             return self._commit_update(rt, namespace, old, new, subresource, dry_run)
 
     def delete(

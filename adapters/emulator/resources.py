@@ -41,6 +41,26 @@ _EVENT_FIELDS = (
     "type",
 )
 
+# events.k8s.io/v1 selectable fields -> the core/v1 label of the shared storage.
+_EVENTS_V1_FIELDS = (
+    *(
+        (f"regarding.{f}", f"involvedObject.{f}")
+        for f in (
+            "kind",
+            "namespace",
+            "name",
+            "uid",
+            "apiVersion",
+            "resourceVersion",
+            "fieldPath",
+        )
+    ),
+    ("reason", "reason"),
+    ("reportingController", "reportingComponent"),
+    ("source", "source"),
+    ("type", "type"),
+)
+
 VERBS = [
     "create",
     "delete",
@@ -69,6 +89,10 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
+    # Another group's storage this row serves a view of (events.k8s.io/v1 Events are
+    # the core Events), and how its field-selector labels name the stored fields.
+    storage_group: str | None = None
+    field_aliases: tuple[tuple[str, str], ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -76,7 +100,8 @@ class ResourceType:
 
     @property
     def storage(self) -> tuple[str, str]:
-        return (self.group, self.plural)
+        group = self.group if self.storage_group is None else self.storage_group
+        return (group, self.plural)
 
     @property
     def list_kind(self) -> str:
@@ -244,8 +269,18 @@ def builtin_table() -> list[ResourceType]:
     rows += _builtin(
         "coordination.k8s.io", ("v1",), "leases", "Lease", True, status=False
     )
-    rows += _builtin(
-        "events.k8s.io", ("v1",), "events", "Event", True, status=False, short=("ev",)
+    rows.append(
+        ResourceType(
+            "events.k8s.io",
+            "v1",
+            "events",
+            "Event",
+            True,
+            short_names=("ev",),
+            fields=tuple(label for label, _ in _EVENTS_V1_FIELDS),
+            storage_group="",
+            field_aliases=_EVENTS_V1_FIELDS,
+        )
     )
     rows += _builtin(
         "scheduling.k8s.io",
@@ -292,7 +327,9 @@ def builtin_table() -> list[ResourceType]:
         short=("rf", "flavor", "flavors"),
     )
     rows += _crd(KUEUE, _KUEUE_V, "clusterqueues", "ClusterQueue", False, short=("cq",))
-    rows += _crd(KUEUE, (*_KUEUE_V, "v1alpha1"), "cohorts", "Cohort", False)
+    rows += _crd(
+        KUEUE, (*_KUEUE_V, "v1alpha1"), "cohorts", "Cohort", False, short=("co",)
+    )
     rows += _crd(
         KUEUE,
         _KUEUE_V,
@@ -301,7 +338,14 @@ def builtin_table() -> list[ResourceType]:
         True,
         short=("queue", "queues", "lq"),
     )
-    rows += _crd(KUEUE, _KUEUE_V, "workloads", "Workload", True, short=("wl",))
+    rows += _crd(
+        KUEUE,
+        _KUEUE_V,
+        "workloads",
+        "Workload",
+        True,
+        short=("kwl", "kueueworkload", "kueueworkloads"),
+    )
     rows += _crd(
         KUEUE,
         _KUEUE_V,
@@ -309,11 +353,20 @@ def builtin_table() -> list[ResourceType]:
         "WorkloadPriorityClass",
         False,
         status=False,
+        short=("wpc",),
     )
     rows += _crd(
-        KUEUE, (*_KUEUE_V, "v1alpha1"), "topologies", "Topology", False, status=False
+        KUEUE,
+        (*_KUEUE_V, "v1alpha1"),
+        "topologies",
+        "Topology",
+        False,
+        status=False,
+        short=("topo",),
     )
-    rows += _crd(KUEUE, _KUEUE_V, "admissionchecks", "AdmissionCheck", False)
+    rows += _crd(
+        KUEUE, _KUEUE_V, "admissionchecks", "AdmissionCheck", False, short=("ac",)
+    )
     rows += _crd(
         "scheduling.x-k8s.io",
         ("v1alpha1",),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from placewise.adapters.emulator import controllers, strategies
+from placewise.adapters.emulator import controllers, strategies, views
 
 if TYPE_CHECKING:
     from placewise.adapters.emulator.registry import Registry
@@ -63,7 +63,9 @@ def _seed_one(reg: Registry, obj: JSON) -> None:
         raise ValueError(f"duplicate object {rt.kind} {ns + '/' if ns else ''}{name}")
     if not name:
         raise ValueError(f"{rt.kind} without metadata.name")
-    obj = strategies.prepare_create(rt, obj, reg.store, from_api=False)
+    obj = views.to_stored(
+        rt, strategies.prepare_create(rt, obj, reg.store, from_api=False)
+    )
     stored = reg.store.seed(rt.storage, obj)
     if reg.kubelet and rt.storage == controllers.PODS:
         controllers.kubelet_start(reg.store, stored)

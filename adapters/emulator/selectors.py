@@ -193,8 +193,17 @@ def _split_unescaped(text: str, sep: str) -> list[str]:
     return out
 
 
-def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> FieldSelector:
-    """Parse ``fieldSelector``; a label the resource does not index is a 400."""
+def parse_field_selector(
+    text: str | None,
+    allowed: tuple[str, ...],
+    aliases: tuple[tuple[str, str], ...] = (),
+) -> FieldSelector:
+    """Parse ``fieldSelector``; a label the resource does not index is a 400.
+
+    ``aliases`` renames a served label to the stored object's one, for a view of
+    another resource's storage (``regarding.name`` is ``involvedObject.name``).
+    """
+    renamed = dict(aliases)
     if not text or not text.strip():
         return ()
     terms: list[FieldTerm] = []
@@ -206,7 +215,7 @@ def parse_field_selector(text: str | None, allowed: tuple[str, ...]) -> FieldSel
         name, op, value = m.group(1).strip(), m.group(2), _unescape(m.group(3).strip())
         if name not in allowed:
             raise bad_request(f"field label not supported: {name}")
-        terms.append(FieldTerm(name, value, op == "!="))
+        terms.append(FieldTerm(renamed.get(name, name), value, op == "!="))
     return tuple(terms)
 
 
@@ -226,8 +235,11 @@ def _field_value(obj: JSON, path: str) -> str:
 def fields_match(selector: FieldSelector, obj: JSON) -> bool:
     for term in selector:
         value = _field_value(obj, term.field)
-        if term.field == "source" and isinstance(obj.get("source"), dict):
-            value = str(obj["source"].get("component", ""))
+        if term.field == "source":
+            # An Event's source is its component, else the reporting controller.
+            source = obj.get("source")
+            component = source.get("component") if isinstance(source, dict) else None
+            value = str(component or obj.get("reportingComponent") or "")
         if (value == term.value) == term.negate:
             return False
     return True

@@ -22,8 +22,15 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
-from placewise.adapters.emulator import discovery, errors, subresources
+from placewise.adapters.emulator import (
+    discovery,
+    errors,
+    fieldcheck,
+    subresources,
+    tables,
+)
 from placewise.adapters.emulator.faults import Faults
+from placewise.adapters.emulator.openapi import OpenApi
 from placewise.adapters.emulator.registry import DeleteOptions, Registry
 from placewise.adapters.emulator.resources import ResourceType
 from placewise.adapters.emulator.watch import WatchDropped, plan_watch, stream
@@ -90,6 +97,7 @@ class ApiServer:
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
         self.address = ""
+        self.openapi = OpenApi(registry.table)
 
     # -- routing -----------------------------------------------------------------------
 
@@ -100,6 +108,10 @@ class ApiServer:
             return "ok"
         if parts == ["api"]:
             return discovery.api_versions(self.address)
+        if parts == ["openapi", "v3"]:
+            return self.openapi.index()
+        if parts[:2] == ["openapi", "v3"]:
+            return self.openapi.document("/".join(parts[2:]))
         if parts == ["api", "v1"]:
             return discovery.resource_list(self.table, "", "v1")
         if parts == ["apis"]:
@@ -151,6 +163,7 @@ class ApiServer:
     ) -> Response:
         reg, rt, ns = self.registry, route.rt, route.namespace or ""
         dry_run = query.get("dryRun") == "All"
+        validation = fieldcheck.directive(query) if method != "GET" else "Ignore"
         if method != "GET":
             target = route.name or str(
                 ((body or {}) if isinstance(body, dict) else {})
@@ -164,7 +177,8 @@ class ApiServer:
             if method == "GET":
                 return Response(200, reg.list_objects(rt, route.namespace, query))
             if method == "POST" and (route.namespace is not None or not rt.namespaced):
-                return Response(201, reg.create(rt, ns, body, dry_run))
+                warn = fieldcheck.check_body(self.openapi, rt, body, validation)
+                return Response(201, reg.create(rt, ns, body, dry_run), warn)
             if method == "DELETE":
                 opts = DeleteOptions.parse(query, body)
                 return Response(
@@ -182,14 +196,23 @@ class ApiServer:
         if method == "GET":
             return Response(200, reg.get(rt, ns, route.name))
         if method == "PUT":
-            return Response(
-                200, reg.update(rt, ns, route.name, body, route.sub, dry_run)
-            )
+            warn = fieldcheck.check_body(self.openapi, rt, body, validation)
+            updated = reg.update(rt, ns, route.name, body, route.sub, dry_run)
+            return Response(200, updated, warn)
         if method == "PATCH":
-            return Response(
-                200,
-                reg.patch(rt, ns, route.name, content_type, body, route.sub, dry_run),
+            headers: dict[str, str] = {}
+
+            def inspect(patched: JSON) -> None:
+                headers.update(
+                    fieldcheck.check_patched(
+                        self.openapi, rt, body, patched, validation
+                    )
+                )
+
+            patched = reg.patch(
+                rt, ns, route.name, content_type, body, route.sub, dry_run, inspect
             )
+            return Response(200, patched, headers)
         if method == "DELETE" and route.sub is None:
             return Response(
                 200, reg.delete(rt, ns, route.name, DeleteOptions.parse(query, body))
@@ -222,12 +245,19 @@ class ApiServer:
                 self._write(h, Response(200, doc))
                 return
             body = _parse_body(raw, content_type)
-            if (
-                method == "GET"
-                and route.name is None
-                and query.get("watch", "").lower() in ("true", "1")
-            ):
-                self._watch(h, route, query)
+            watching = route.name is None and query.get("watch", "").lower() in (
+                "true",
+                "1",
+            )
+            target = None
+            if method == "GET" and route.sub is None:
+                mode = "watch" if watching else "get" if route.name else "list"
+                target = tables.negotiate(h.headers.get("Accept"), mode)
+            if method == "GET" and watching:
+                self._watch(h, route, query, target)
+                return
+            if target is not None:
+                self._write(h, Response(200, self._convert(route, query, target)))
                 return
             self._write(h, self.dispatch(method, route, query, body, content_type))
         except errors.ApiError as exc:
@@ -254,7 +284,28 @@ class ApiServer:
         h.end_headers()
         h.wfile.write(data)
 
-    def _watch(self, h: _Handler, route: Route, query: dict[str, str]) -> None:
+    def _convert(
+        self, route: Route, query: dict[str, str], target: tables.Target
+    ) -> JSON:
+        """A GET answered as a Table or PartialObjectMetadata(List)."""
+        if route.name is None:
+            return tables.render_list(
+                self.registry, route.rt, route.namespace, query, target
+            )
+        return tables.render_get(
+            self.registry, route.rt, route.namespace or "", route.name, query, target
+        )
+
+    def _watch(
+        self,
+        h: _Handler,
+        route: Route,
+        query: dict[str, str],
+        target: tables.Target | None = None,
+    ) -> None:
+        render = None
+        if target is not None:
+            render = tables.Renderer(self.registry, route.rt, target, query).watch_event
         plan = plan_watch(
             self.registry,
             route.rt,
@@ -276,6 +327,7 @@ class ApiServer:
                 self.faults,
                 lambda: _alive(h.connection),
                 self.bookmark_interval,
+                render,
             ):
                 h.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
                 h.wfile.flush()

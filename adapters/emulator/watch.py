@@ -63,7 +63,9 @@ def plan_watch(
 ) -> WatchPlan:
     """Validate a watch request; ApiError is raised before any byte is streamed."""
     labels = parse_label_selector(query.get("labelSelector"))
-    fields = parse_field_selector(query.get("fieldSelector"), rt.field_labels())
+    fields = parse_field_selector(
+        query.get("fieldSelector"), rt.field_labels(), rt.field_aliases
+    )
     rv = query.get("resourceVersion", "")
     send_initial = query.get("sendInitialEvents")
     bookmarks = _truthy(query.get("allowWatchBookmarks"))
@@ -148,9 +150,15 @@ def stream(
     faults: Faults,
     alive: Callable[[], bool],
     bookmark_interval: float,
+    render: Callable[[JSON], JSON] | None = None,
 ) -> Iterator[bytes]:
-    """Yield NDJSON event lines until timeout, close, error or an injected drop."""
+    """Yield NDJSON event lines until timeout, close, error or an injected drop.
+
+    ``render`` shapes each stored object (default: served as ``plan.rt``); a
+    Table watch passes its renderer.
+    """
     rt, store = plan.rt, reg.store
+    show = render or (lambda obj: reg.present(rt, obj))
     sent = 0
 
     def counted() -> None:
@@ -173,7 +181,7 @@ def stream(
             cursor = store.revision
         for obj in items:
             if plan.match(obj):
-                yield _line("ADDED", reg.present(rt, obj))
+                yield _line("ADDED", show(obj))
                 counted()
         if plan.initial_end_bookmark:
             yield _bookmark(rt, cursor, initial_end=True)
@@ -196,7 +204,7 @@ def stream(
         for ev in events:
             out = _translate(plan, ev)
             if out is not None:
-                yield _line(out[0], reg.present(rt, out[1]))
+                yield _line(out[0], show(out[1]))
                 counted()
         cursor = caught_up
         now = time.monotonic()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,3 +72,34 @@ def core(api: client.ApiClient) -> client.CoreV1Api:
 @pytest.fixture
 def custom(api: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api)
+
+
+def raw(
+    api: client.ApiClient,
+    method: str,
+    path: str,
+    query: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+) -> tuple[int, dict[str, str], Any]:
+    """One request through the official client's transport, with chosen headers.
+
+    For what the typed API methods cannot ask: other ``Accept`` types, query
+    parameters such as ``fieldValidation``, the response's headers. Returns the
+    status, the headers and the decoded JSON body (lines for a watch).
+    """
+    method, url, hdrs, data, _ = api.param_serialize(
+        method,
+        path,
+        query_params=list((query or {}).items()),
+        header_params={"Content-Type": "application/json", **(headers or {})},
+        body=body,
+    )
+    resp = api.call_api(method, url, header_params=hdrs, body=data)
+    resp.read()
+    text = (resp.data or b"").decode()
+    if query and query.get("watch") == "true" and resp.status == 200:
+        decoded: Any = [json.loads(line) for line in text.splitlines() if line]
+    else:
+        decoded = json.loads(text) if text else None
+    return resp.status, dict(resp.getheaders()), decoded
