@@ -397,6 +397,7 @@ def _standin(emulator: Any, sidecar: Sidecar, args: argparse.Namespace) -> Any:
 
     extenders = []
     if args.mode == "extender":
-        extenders.append(ExtenderConfig.placewise(sidecar.url + args.prefix))
+        tls = {"enableHTTPS": True} if sidecar.url.startswith("https:") else {}
+        extenders.append(ExtenderConfig.placewise(sidecar.url + args.prefix, **tls))
     print("kube-scheduler stand-in started (embedded demo only)", file=sys.stderr)
     return SchedulerStandin(emulator, extenders).start()

@@ -54,8 +54,9 @@ JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
 PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _DIGITS = re.compile(r"[0-9]{1,19}")
-_LINGER = 1.0
-"""Seconds a refused client may keep sending before we close on it."""
+_LINGER, _LINGER_BYTES = 1.0, 1 << 20
+"""How long, and how much, a refused client may keep sending (what it had in
+flight before it saw the answer) before we close on it."""
 _BUSY_BODY = b"placewise: too many connections\n"
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
@@ -150,6 +151,7 @@ class _Writer(io.BufferedIOBase):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    default_request_version = "HTTP/1.1"  # no HTTP/0.9 bare answers
     server: _Server
 
     def setup(self) -> None:
@@ -177,9 +179,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self.send(code, json.dumps({"error": why}).encode(), JSON_TYPE)
         self.reader.deadline = time.monotonic() + _LINGER
+        drained = 0
         try:
-            while self.rfile.read1(1 << 16):
-                pass
+            while drained < _LINGER_BYTES:
+                chunk = self.rfile.read1(1 << 16)
+                if not chunk:
+                    break
+                drained += len(chunk)
         except (TimeoutError, OSError, ValueError):
             pass
 
