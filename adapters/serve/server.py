@@ -398,17 +398,23 @@ class _Server(HTTPServer):
             )
             self.open.add(conn)
         deadline = time.monotonic() + self.limits.read_timeout
-        while True:
-            try:
-                conn.do_handshake()
-                return conn
-            except ssl.SSLWantReadError:
-                wait: tuple[list[Any], list[Any]] = ([conn], [])
-            except ssl.SSLWantWriteError:
-                wait = ([], [conn])
-            left = deadline - time.monotonic()
-            if left <= 0 or not any(select.select(*wait, [], left)):
-                raise TimeoutError("TLS handshake not finished in time")
+        try:
+            while True:
+                try:
+                    conn.do_handshake()
+                    return conn
+                except ssl.SSLWantReadError:
+                    wait: tuple[list[Any], list[Any]] = ([conn], [])
+                except ssl.SSLWantWriteError:
+                    wait = ([], [conn])
+                left = deadline - time.monotonic()
+                if left <= 0 or not any(select.select(*wait, [], left)):
+                    raise TimeoutError("TLS handshake not finished in time")
+        except BaseException:
+            with self.guard:
+                self.open.discard(conn)
+            conn.close()  # it owns the descriptor now, not ``raw``
+            raise
 
     def begin(self, conn: socket.socket) -> bool:
         """A request started on ``conn``; False once the server is stopping."""
