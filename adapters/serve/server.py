@@ -247,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle_expect_100(self) -> bool:
         """A body we would refuse is refused before the client sends it."""
-        if self.body_length() is None:
+        if self.command == "POST" and self.body_length() is None:
             return False
         return super().handle_expect_100()
 
@@ -278,10 +278,6 @@ class _Handler(BaseHTTPRequestHandler):
         if length is None:
             return
         route = self.server.routes.post.get(self.route_path())
-        if route is None:
-            self.close_connection = True  # its body stays unread
-            self.send(404, b'{"error":"not found"}', JSON_TYPE)
-            return
         try:
             body = self.rfile.read(length)
         except TimeoutError:
@@ -290,6 +286,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if len(body) != length:
             self.reject(400, f"body ended after {len(body)} of {length} bytes")
+            return
+        if route is None:
+            self.send(404, b'{"error":"not found"}', JSON_TYPE)
             return
         self.answer(lambda: route(body))
 
@@ -330,8 +329,9 @@ class _Server(HTTPServer):
         tls: ssl.SSLContext | None,
         observe: Observe,
     ) -> None:
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        super().__init__(address, _Handler)
+        host = address[0].strip("[]")  # [::1] as written in a URL
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        super().__init__((host, address[1]), _Handler)
         self.name, self.routes, self.limits, self.tls = name, routes, limits, tls
         self.observe = observe
         self.slots = threading.BoundedSemaphore(limits.max_connections)

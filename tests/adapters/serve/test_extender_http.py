@@ -414,3 +414,33 @@ def test_rejections_are_one_log_line(guarded, caplog):
     ]
     assert len(lines) == 1 and "\n" not in lines[0], lines
     no_tracebacks(caplog)
+
+
+def test_unknown_paths_and_a_kept_alive_connection(guarded):
+    """A POST to an unknown path is read, answered 404, and the connection
+    stays usable for the next (kube-scheduler reuses its connections)."""
+    sc, body, planned = guarded
+    conn = HTTPConnection(*sc.http.address, timeout=5)  # type: ignore[union-attr]
+    conn.request("POST", "/scheduler/nope", b'{"x":1}')
+    resp = conn.getresponse()
+    assert resp.status == 404 and resp.read() == b'{"error":"not found"}'
+    conn.request("POST", "/scheduler/filter/", body)  # trailing slash as Go may
+    resp = conn.getresponse()
+    assert json.loads(resp.read())["NodeNames"] == [planned]
+    conn.close()
+
+
+def test_ipv6_loopback_listener():
+    from placewise.adapters.serve.server import HttpServer, Routes
+
+    try:
+        server = HttpServer(
+            "[::1]", 0, Routes(get={"/x": lambda: (200, b"ok", "text/plain")})
+        ).start()
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    try:
+        assert server.url.startswith("http://[::1]:")
+        assert http(server.url + "/x") == (200, b"ok")
+    finally:
+        server.stop()
