@@ -156,6 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.connection = self.request
+        with contextlib.suppress(OSError):  # headers and body go out unbatched
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.reader = _Deadline(self.connection)
         self.buffered = io.BufferedReader(self.reader, 1 << 16)
         self.rfile = self.buffered

@@ -202,10 +202,14 @@ def test_tls_handshake_has_a_whole_deadline(harness_factory, certs):
     body = gojson.extender_args(kueue_group("g", 1)[0], [node("n1")], True)
     started = time.monotonic()
     with socket.create_connection(sc.http.address, timeout=5) as s:
+        # A well-formed record header announcing a 512-byte ClientHello record,
+        # whose bytes then come one at a time: nothing invalid to reject, only
+        # the deadline can end it.
+        s.sendall(b"\x16\x03\x01\x02\x00")
         closed = None
         for _ in range(40):
             try:
-                s.sendall(b"\x16")  # one byte of a TLS record at a time
+                s.sendall(b"\x01")
             except OSError:
                 closed = time.monotonic() - started
                 break
