@@ -164,7 +164,7 @@ def scrape(url: str) -> dict[str, float]:
     return out
 
 
-def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str]:
+def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str, str]:
     """``placewise serve`` in its own process (its own interpreter, as in its
     own container), talking to the emulator through a kubeconfig."""
     cmd = [
@@ -176,6 +176,9 @@ def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str]:
         kubeconfig,
         "--listen",
         "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--enable-debug",
         "--mode",
         args.mode,
         "--solver",
@@ -201,12 +204,13 @@ def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str]:
     while time.monotonic() < deadline:
         for line in lines:
             m = re.search(r"listening on (http://[\d.]+:\d+)/", line)
-            if m:
+            metrics = re.search(r"metrics on (http://[\d.]+:\d+)/", line)
+            if m and metrics:
                 url = m.group(1)
                 while time.monotonic() < deadline:
                     try:
                         urllib.request.urlopen(url + "/readyz", timeout=5)
-                        return proc, url
+                        return proc, url, metrics.group(1)
                     except OSError:
                         time.sleep(0.1)
         time.sleep(0.1)
@@ -224,16 +228,16 @@ def run(args: argparse.Namespace) -> int:
     ).start()
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = str(emu.kubeconfig(Path(tmp) / "kubeconfig"))
-        proc, url = start_sidecar(args, kubeconfig)
+        proc, url, metrics_url = start_sidecar(args, kubeconfig)
         try:
-            return measure(args, emu, url)
+            return measure(args, emu, url, metrics_url)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
             emu.stop()
 
 
-def measure(args: argparse.Namespace, emu: Emulator, url: str) -> int:
+def measure(args: argparse.Namespace, emu: Emulator, url: str, metrics_url: str) -> int:
     timings = Timings()
     timings.install()
     standin = None
@@ -286,7 +290,7 @@ def measure(args: argparse.Namespace, emu: Emulator, url: str) -> int:
             bound_at = time.monotonic()
             break
         time.sleep(0.2)
-    metrics = scrape(url)
+    metrics = scrape(metrics_url)
     if standin is not None:
         standin.stop()
     print(f"creating {len(pods)} pods took {last_created - created_at:.2f} s")

@@ -2,15 +2,23 @@
 
 kube-scheduler POSTs ``<urlPrefix>/<verb>`` with ``Content-Type:
 application/json`` and treats any status but 200, a transport error or a
-timeout (``httpTimeout``, default 5 s) as a failed call.
+timeout (``httpTimeout``, default 5 s) as a failed call.  An ``https://``
+prefix is called over TLS set up as kube-scheduler's ``makeTransport`` does
+from ``enableHTTPS`` and ``tlsConfig``: the ``*Data`` fields (base64 PEM) win
+over the ``*File`` fields, a client certificate is presented when given, and
+``enableHTTPS`` without any CA skips verification (``insecure``).
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
 import json
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
+import os
+import ssl
+import tempfile
+import urllib.parse
+from dataclasses import dataclass, field
 from typing import Any
 
 JSON = dict[str, Any]
@@ -28,6 +36,39 @@ def _duration(text: Any) -> float:
 
 
 @dataclass(frozen=True)
+class TlsConfig:
+    """An extender entry's ``tlsConfig``."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: str = ""
+    key_data: str = ""
+    ca_data: str = ""
+
+    @classmethod
+    def from_config(cls, entry: JSON | None) -> TlsConfig:
+        e = entry or {}
+        return cls(
+            insecure=bool(e.get("insecure")),
+            **{
+                name: str(e.get(key) or "")
+                for name, key in (
+                    ("server_name", "serverName"),
+                    ("cert_file", "certFile"),
+                    ("key_file", "keyFile"),
+                    ("ca_file", "caFile"),
+                    ("cert_data", "certData"),
+                    ("key_data", "keyData"),
+                    ("ca_data", "caData"),
+                )
+            },
+        )
+
+
+@dataclass(frozen=True)
 class ExtenderConfig:
     """One ``extenders[]`` entry of a KubeSchedulerConfiguration."""
 
@@ -41,6 +82,8 @@ class ExtenderConfig:
     http_timeout: float = 5.0
     ignorable: bool = False
     managed_resources: tuple[str, ...] = ()
+    enable_https: bool = False
+    tls: TlsConfig = field(default_factory=TlsConfig)
 
     @classmethod
     def from_config(cls, entry: JSON) -> ExtenderConfig:
@@ -58,6 +101,8 @@ class ExtenderConfig:
             managed_resources=tuple(
                 str(m["name"]) for m in entry.get("managedResources") or []
             ),
+            enable_https=bool(entry.get("enableHTTPS")),
+            tls=TlsConfig.from_config(entry.get("tlsConfig")),
         )
 
     @classmethod
@@ -98,23 +143,88 @@ class ExtenderError(Exception):
     """Transport failure, non-200 status, or a non-empty ``Error`` in the reply."""
 
 
+def tls_context(ext: ExtenderConfig) -> ssl.SSLContext:
+    """The client side of ``makeTransport``: verify against the CA when one
+    is given (else the system's), skip verification when ``insecure`` or
+    when ``enableHTTPS`` names no CA, present the client certificate."""
+    t = ext.tls
+    ctx = ssl.create_default_context()
+    if t.insecure or (ext.enable_https and not (t.ca_file or t.ca_data)):
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    elif t.ca_data:
+        ctx.load_verify_locations(cadata=base64.b64decode(t.ca_data).decode())
+    elif t.ca_file:
+        ctx.load_verify_locations(cafile=t.ca_file)
+    if t.cert_data and t.key_data:
+        with tempfile.TemporaryDirectory() as tmp:
+            cert, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+            for path, data in ((cert, t.cert_data), (key, t.key_data)):
+                with open(path, "wb") as f:
+                    f.write(base64.b64decode(data))
+            ctx.load_cert_chain(cert, key)
+    elif t.cert_file and t.key_file:
+        ctx.load_cert_chain(t.cert_file, t.key_file)
+    return ctx
+
+
+class _TlsConnection(http.client.HTTPSConnection):
+    """HTTPS with ``tlsConfig.serverName`` as the name sent and verified."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int | None,
+        ctx: ssl.SSLContext,
+        name: str,
+        timeout: float,
+    ) -> None:
+        super().__init__(host, port, timeout=timeout, context=ctx)
+        self._ctx, self._name = ctx, name or host
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._ctx.wrap_socket(self.sock, server_hostname=self._name)
+
+
 def post(ext: ExtenderConfig, verb: str, body: bytes) -> Any:
     """POST ``body`` to ``verb``; decode the JSON reply."""
-    req = urllib.request.Request(
-        ext.url(verb),
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": "Go-http-client/1.1",
-        },
-    )
+    url = ext.url(verb)
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
     try:
-        with urllib.request.urlopen(req, timeout=ext.http_timeout) as resp:
-            if resp.status != 200:
-                raise ExtenderError(f"extender {ext.url(verb)} returned {resp.status}")
-            return json.loads(resp.read() or b"null")
-    except urllib.error.HTTPError as exc:
-        raise ExtenderError(f"extender {ext.url(verb)} returned {exc.code}") from exc
-    except (OSError, ValueError) as exc:
-        raise ExtenderError(f"extender {ext.url(verb)}: {exc}") from exc
+        conn: http.client.HTTPConnection
+        if parts.scheme == "https":
+            conn = _TlsConnection(
+                host,
+                parts.port,
+                tls_context(ext),
+                ext.tls.server_name,
+                ext.http_timeout,
+            )
+        else:
+            conn = http.client.HTTPConnection(
+                host, parts.port, timeout=ext.http_timeout
+            )
+        try:
+            conn.request(
+                "POST",
+                parts.path or "/",
+                body=body,
+                headers={
+                    "Content-Type": "application/json",
+                    "User-Agent": "Go-http-client/1.1",
+                },
+            )
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException) as exc:
+        raise ExtenderError(f"extender {url}: {exc}") from exc
+    if resp.status != 200:
+        raise ExtenderError(f"extender {url} returned {resp.status}")
+    try:
+        return json.loads(data or b"null")
+    except ValueError as exc:
+        raise ExtenderError(f"extender {url}: {exc}") from exc

@@ -9,9 +9,12 @@ cluster does not serve are simply not watched.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from placewise.adapters.serve import gangs as gangmod
@@ -19,7 +22,7 @@ from placewise.adapters.serve.actuator import Actuator
 from placewise.adapters.serve.binder import Binder
 from placewise.adapters.serve.config import GANG_ANNOTATION, ServeConfig
 from placewise.adapters.serve.events import Recorder
-from placewise.adapters.serve.extender import Extender
+from placewise.adapters.serve.extender import VERBS, Extender
 from placewise.adapters.serve.gangs import GangSources
 from placewise.adapters.serve.informer import Cache, Informer, key_of
 from placewise.adapters.serve.kube import Kube, Resource
@@ -27,7 +30,15 @@ from placewise.adapters.serve.kueue_mode import KueueAdmitter
 from placewise.adapters.serve.leader import LeaderElector
 from placewise.adapters.serve.metrics import Metrics
 from placewise.adapters.serve.preempt import Preemptor
-from placewise.adapters.serve.server import Endpoints, HttpServer
+from placewise.adapters.serve.server import (
+    JSON_TYPE,
+    PROMETHEUS_TYPE,
+    TEXT_TYPE,
+    HttpServer,
+    Reply,
+    Routes,
+    tls_context,
+)
 from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
 from placewise.adapters.serve.solveloop import PlanState, SolveLoop
 
@@ -43,6 +54,11 @@ _KUEUE_KINDS = (
     ("WorkloadPriorityClass", "workloadpriorityclasses", False),
     ("Topology", "topologies", False),
 )
+
+
+def _text(check: tuple[bool, str]) -> Reply:
+    ok, why = check
+    return (200 if ok else 503), why.encode(), TEXT_TYPE
 
 
 def discover(kube: Kube) -> dict[str, Resource]:
@@ -149,6 +165,7 @@ class Sidecar:
         self.actuator: Actuator | None = None
         self.extender: Extender | None = None
         self.http: HttpServer | None = None
+        self.metrics_http: HttpServer | None = None
         self.started_at = time.monotonic()
         self._stopped = threading.Event()
 
@@ -254,18 +271,7 @@ class Sidecar:
             lambda: self.leader.holder if self.leader is not None else cfg.identity,
             self.preemptor.budget_refuses,
         )
-        self.http = HttpServer(
-            cfg.listen[0],
-            cfg.listen[1],
-            Endpoints(
-                cfg.prefix,
-                self.extender.handle,
-                self._healthy,
-                self._ready,
-                self.metrics.exposition,
-                self.debug,
-            ),
-        ).start()
+        self.http, self.metrics_http = self._listeners()
         for res in self.resources.values():
             self.informers.append(
                 Informer(
@@ -281,12 +287,70 @@ class Sidecar:
         self.actuator.start()
         return self
 
+    def _listeners(self) -> tuple[HttpServer, HttpServer]:
+        """The extender (verbs, health, /debug/plan if enabled) and, on its own
+        port, metrics and health for Prometheus and kubelet probes."""
+        cfg, extender = self.cfg, self.extender
+        assert extender is not None
+        prefix = "/" + cfg.prefix.strip("/") if cfg.prefix.strip("/") else ""
+        health: dict[str, Callable[[], Reply]] = {
+            "/healthz": lambda: _text(self._healthy()),
+            "/livez": lambda: _text(self._healthy()),
+            "/readyz": lambda: _text(self._ready()),
+        }
+        debug: dict[str, Callable[[], Reply]] = {
+            "/debug/plan": lambda: (
+                200,
+                json.dumps(self.debug(), indent=1, default=str).encode(),
+                JSON_TYPE,
+            )
+        }
+        verbs: dict[str, Callable[[bytes], Reply]] = {
+            f"{prefix}/{verb}": functools.partial(extender.handle, verb)
+            for verb in VERBS
+        }
+        tls = None
+        if cfg.tls_cert_file:
+            tls = tls_context(cfg.tls_cert_file, cfg.tls_key_file, cfg.client_ca_file)
+        observe = self.metrics.http_rejected_observer()
+        ext = HttpServer(
+            *cfg.listen,
+            Routes({**health, **(debug if cfg.enable_debug else {})}, verbs),
+            cfg.limits,
+            tls,
+            "extender",
+            observe,
+        )
+
+        def scrape() -> Reply:
+            return 200, self.metrics.exposition(), PROMETHEUS_TYPE
+
+        try:
+            metrics = HttpServer(
+                *cfg.metrics_listen,
+                Routes({"/metrics": scrape, **health}),
+                cfg.limits,
+                None,
+                "metrics",
+                observe,
+            )
+        except OSError:
+            ext.stop()
+            raise
+        return ext.start(), metrics.start()
+
     @property
     def url(self) -> str:
+        """The extender listener (``https://`` with TLS)."""
         if self.http is None:
             raise RuntimeError("not started")
-        host, port = self.http.address
-        return f"http://{host}:{port}"
+        return self.http.url
+
+    @property
+    def metrics_url(self) -> str:
+        if self.metrics_http is None:
+            raise RuntimeError("not started")
+        return self.metrics_http.url
 
     def stop(self, release: bool = True) -> None:
         """Stop everything; ``release=False`` leaves the Lease as a crash would."""
@@ -300,8 +364,9 @@ class Sidecar:
             self.actuator.stop()
             self.actuator.join(5)
         self.loop.join(5)
-        if self.http is not None:
-            self.http.stop()
+        for listener in (self.http, self.metrics_http):
+            if listener is not None:
+                listener.stop()
         self.events.stop()
         self.binder.stop()
         for inf in self.informers:

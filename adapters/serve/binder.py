@@ -33,9 +33,16 @@ from placewise.adapters.serve.events import Recorder
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.kube import PODS, ApiError, Kube
 from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.placement import Usage, add, fits
+from placewise.adapters.serve.placement import (
+    Usage,
+    add,
+    fits,
+    member_rules,
+    refusal,
+)
 from placewise.adapters.serve.snapshot import Decoder, GangView, node_of
 from placewise.adapters.serve.solveloop import PlanState
+from placewise.models.cluster import Node
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.binder")
@@ -144,7 +151,7 @@ class Binder:
             return f"waiting for {len(left)} preempted workload(s) to go: {names}"
         usage = self.usage() if usage is None else usage
         extra: Usage = {}  # this gang's own members, on top of the shared usage
-        nodes = state.built.snapshot.nodes
+        rules = member_rules(state.built, state.plan, key)
         for pod in view.gang.pods:
             name = str(gangmod.meta(pod).get("name"))
             current = self.cache.get("Pod", f"{view.gang.namespace}/{name}")
@@ -158,9 +165,15 @@ class Binder:
                 if placed != target:
                     return f"member {name} is on {placed}, planned for {target}"
                 continue
-            node = nodes.get(target or "")
+            node = self.live_node(target or "")
             if node is None:
                 return f"planned node {target} is gone"
+            if node.unschedulable:
+                return f"node {node.name} is cordoned"
+            if name in rules:
+                why = refusal(node, *rules[name])
+                if why is not None:
+                    return f"node {node.name} {why} (member {name})"
             mine = extra.setdefault(node.name, {})
             request = self.requests(current)
             combined = {r: mine.get(r, 0) + v for r, v in request.items()}
@@ -168,6 +181,15 @@ class Binder:
                 return f"node {node.name} has no room yet for {name}"
             add(mine, request)
         return None
+
+    def live_node(self, name: str) -> Node | None:
+        """The node as the cache has it now, not as the plan saw it: a taint,
+        label or capacity change since the plan must stop a bind."""
+        raw = self.cache.get("Node", name)
+        decoded = self.decoder.decode(raw) if raw is not None else None
+        if decoded is None or not isinstance(decoded[1][1], Node):
+            return None
+        return decoded[1][1]
 
     # -- binding ---------------------------------------------------------------------
 

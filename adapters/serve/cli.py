@@ -14,6 +14,7 @@ import copy
 import json
 import logging
 import signal
+import ssl
 import sys
 import tempfile
 import threading
@@ -26,6 +27,8 @@ from placewise.adapters.commands.common import positive_float
 from placewise.adapters.serve.app import Sidecar
 from placewise.adapters.serve.config import MODES, ServeConfig
 from placewise.adapters.serve.kube import Kube
+from placewise.adapters.serve.server import Limits, tls_context
+from placewise.models.errors import InstanceError, Location, Problem
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve")
@@ -71,7 +74,56 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=listen_address,
         default=("127.0.0.1", 8888),
         metavar="HOST:PORT",
-        help="extender/health/metrics address (default: 127.0.0.1:8888)",
+        help="extender verbs and health (default: 127.0.0.1:8888; keep it on "
+        "loopback beside kube-scheduler, or use TLS)",
+    )
+    p.add_argument(
+        "--metrics-listen",
+        type=listen_address,
+        default=("127.0.0.1", 8889),
+        metavar="HOST:PORT",
+        help="/metrics and health probes, apart from the extender "
+        "(default: 127.0.0.1:8889; in a pod 0.0.0.0:8889)",
+    )
+    p.add_argument(
+        "--enable-debug",
+        action="store_true",
+        help="serve /debug/plan (the plan, every gang and node) on --listen",
+    )
+    p.add_argument(
+        "--tls-cert-file",
+        metavar="FILE",
+        help="serve the extender over HTTPS with this certificate (PEM)",
+    )
+    p.add_argument("--tls-private-key-file", metavar="FILE", help="its key (PEM)")
+    p.add_argument(
+        "--client-ca-file",
+        metavar="FILE",
+        help="require client certificates signed by this CA (mutual TLS; "
+        "kube-scheduler's tlsConfig certFile/keyFile)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=Limits.max_body,
+        metavar="N",
+        help="largest request body; larger ones get 413 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=positive_float,
+        default=Limits.read_timeout,
+        metavar="SEC",
+        help="a request (or TLS handshake) must arrive whole within this "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=Limits.max_connections,
+        metavar="N",
+        help="connections served at once per listener; more get 503 "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--mode",
@@ -172,13 +224,54 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=run)
 
 
+def tls_files(args: argparse.Namespace) -> None:
+    """The TLS flags go together and their files load; else exit 2, naming
+    the flag and file (a typo must not start a plaintext extender)."""
+    cert, key, ca = args.tls_cert_file, args.tls_private_key_file, args.client_ca_file
+
+    def bad(flag: str, path: str, why: str) -> InstanceError:
+        return InstanceError([Problem(Location(file=path, field=flag), why)])
+
+    if bool(cert) != bool(key):
+        flag = "--tls-private-key-file" if cert else "--tls-cert-file"
+        raise bad(flag, "", "--tls-cert-file and --tls-private-key-file go together")
+    if ca and not cert:
+        raise bad("--client-ca-file", ca, "needs --tls-cert-file as well")
+    if not cert:
+        return
+    try:
+        tls_context(cert, key, None)
+    except (OSError, ssl.SSLError) as exc:
+        raise bad("--tls-cert-file/--tls-private-key-file", cert, str(exc)) from None
+    if ca:
+        try:
+            tls_context(cert, key, ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise bad("--client-ca-file", ca, str(exc)) from None
+
+
 def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfig:
     extra: JSON = {}
     if args.identity:
         extra["identity"] = args.identity
+    for flag in ("max_body_bytes", "max_connections"):
+        if getattr(args, flag) < 1:
+            raise InstanceError(
+                [Problem(Location(field="--" + flag.replace("_", "-")), "must be >= 1")]
+            )
     return ServeConfig(
         mode=args.mode,
         listen=listen,
+        metrics_listen=args.metrics_listen,
+        enable_debug=args.enable_debug,
+        tls_cert_file=args.tls_cert_file or "",
+        tls_key_file=args.tls_private_key_file or "",
+        client_ca_file=args.client_ca_file or "",
+        limits=Limits(
+            max_body=args.max_body_bytes,
+            read_timeout=args.read_timeout,
+            max_connections=args.max_connections,
+        ),
         prefix=args.prefix,
         solver=args.solver,
         time_limit=args.time_limit,
@@ -251,6 +344,7 @@ def run(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    tls_files(args)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     emulator: Any = None
     standin: Any = None
@@ -277,8 +371,9 @@ def run(args: argparse.Namespace) -> int:
         sidecar = Sidecar(config_from(args, args.listen), kube).start()
         print(
             f"placewise serve ({args.mode}) listening on {sidecar.url}"
-            f"{args.prefix}/{{filter,prioritize,preempt,bind}}; "
-            f"/healthz /readyz /metrics /debug/plan",
+            f"{args.prefix}/{{filter,prioritize,preempt,bind}}; /healthz /readyz"
+            f"{' /debug/plan' if args.enable_debug else ''}; "
+            f"metrics on {sidecar.metrics_url}/metrics",
             file=sys.stderr,
         )
         if emulator is not None and args.mode in ("extender", "binder"):
@@ -302,6 +397,7 @@ def _standin(emulator: Any, sidecar: Sidecar, args: argparse.Namespace) -> Any:
 
     extenders = []
     if args.mode == "extender":
-        extenders.append(ExtenderConfig.placewise(sidecar.url + args.prefix))
+        tls = {"enableHTTPS": True} if sidecar.url.startswith("https:") else {}
+        extenders.append(ExtenderConfig.placewise(sidecar.url + args.prefix, **tls))
     print("kube-scheduler stand-in started (embedded demo only)", file=sys.stderr)
     return SchedulerStandin(emulator, extenders).start()

@@ -7,6 +7,8 @@ import socket
 from dataclasses import dataclass, field
 from typing import Literal
 
+from placewise.adapters.serve.server import Limits
+
 Mode = Literal["extender", "binder", "kueue"]
 MODES: tuple[Mode, ...] = ("extender", "binder", "kueue")
 
@@ -33,7 +35,22 @@ class ServeConfig:
     """extender: answer kube-scheduler; binder: bind/ungate gated pods itself;
     kueue: write Kueue Workload admissions as Kueue's scheduler does."""
     listen: tuple[str, int] = ("127.0.0.1", 8888)
-    """Where the HTTP server (extender verbs, health, metrics) listens."""
+    """Where the extender verbs (and health, and ``/debug/plan`` when enabled)
+    listen: loopback, as kube-scheduler runs in the same pod."""
+    metrics_listen: tuple[str, int] = ("127.0.0.1", 8889)
+    """Where ``/metrics`` and the health probes listen, apart from the
+    extender, so Prometheus and kubelet never need to reach the verbs."""
+    enable_debug: bool = False
+    """Serve ``/debug/plan`` (every gang, pod and node) on the extender port."""
+    tls_cert_file: str = ""
+    """With ``tls_key_file``: serve the extender over HTTPS (the scheduler's
+    ``enableHTTPS``)."""
+    tls_key_file: str = ""
+    client_ca_file: str = ""
+    """Require client certificates signed by this CA (kube-scheduler's
+    ``tlsConfig.certFile``/``keyFile``): mutual TLS."""
+    limits: Limits = field(default_factory=Limits)
+    """Body cap, read/idle timeouts and connection bound of both listeners."""
     prefix: str = "/scheduler"
     """URL prefix of the extender verbs (the ``urlPrefix`` path)."""
     solver: str = "auto"

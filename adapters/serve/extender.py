@@ -1,11 +1,8 @@
-"""The kube-scheduler extender verbs, in kube-scheduler's exact wire format.
+"""The kube-scheduler extender verbs: what each answers, per pod, from the plan.
 
-``k8s.io/kube-scheduler/extender/v1`` structs carry no json tags, so the keys
-are the capitalized Go field names, in struct order, ``null`` for unset
-pointers (cluster-protocols §1.2).  Requests are read leniently (Go's decoder
-matches keys case-insensitively); replies are written exactly.
-
-What each verb answers, per pod, from the current plan:
+Bodies are read and replies written by :mod:`placewise.adapters.serve.wire`
+(kube-scheduler's exact wire format); a body of the wrong shape is refused
+before any decision is taken.
 
 * filter: the pod's planned node only, once its gang can bind (victims gone,
   room free); every other node is ``FailedAndUnresolvableNodes`` "planned for
@@ -16,13 +13,14 @@ What each verb answers, per pod, from the current plan:
 * preempt: the plan's victims on the planned node, when the scheduler offered
   that node and no budget protects them; otherwise an empty map, which
   vetoes kube-scheduler's own pod-level preemption.
-* bind: binds the whole gang (all-or-nothing, :mod:`placewise.adapters.serve.binder`);
-  later calls for members already bound succeed.
+* bind: only a pod of a gang placewise manages, only to the node the current
+  plan chose for it; it then binds the whole gang (all-or-nothing,
+  :mod:`placewise.adapters.serve.binder`); later calls for members already
+  bound succeed.  Everything else gets an ``Error`` and nothing is written.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -34,90 +32,24 @@ from placewise.adapters.serve.binder import Binder
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.kube import PODS, ApiError, Kube
 from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.server import JSON_TYPE, Reply
 from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
 from placewise.adapters.serve.solveloop import SolveLoop
+from placewise.adapters.serve.wire import (
+    BadRequest,
+    BindingArgs,
+    ExtenderArgs,
+    binding_args,
+    extender_args,
+    filter_result,
+    marshal,
+    preemption_args,
+)
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.extender")
 MAX_PRIORITY = 10
-
-
-def field(doc: Any, name: str) -> Any:
-    """A struct field as Go's decoder finds it: exact, else case-insensitive."""
-    if not isinstance(doc, dict):
-        return None
-    if name in doc:
-        return doc[name]
-    low = name.lower()
-    return next((v for k, v in doc.items() if k.lower() == low), None)
-
-
-_GO_ESCAPES = (
-    ("<", "\\u003c"),
-    (">", "\\u003e"),
-    ("&", "\\u0026"),
-    ("\u2028", "\\u2028"),
-    ("\u2029", "\\u2029"),
-)
-
-
-def marshal(value: Any) -> bytes:
-    """Go's ``json.Marshal``: compact, UTF-8, HTML-safe escapes, struct order as
-    built (callers sort map keys, as Go does)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    for raw, esc in _GO_ESCAPES:
-        text = text.replace(raw, esc)
-    return text.encode()
-
-
-def _sorted_map(m: dict[str, str]) -> dict[str, str]:
-    return dict(sorted(m.items()))
-
-
-def filter_result(
-    args: JSON,
-    survivors: list[str],
-    failed: dict[str, str],
-    unresolvable: dict[str, str],
-    error: str = "",
-) -> bytes:
-    """``ExtenderFilterResult`` in the shape the request used (names or Nodes)."""
-    nodes = field(args, "Nodes")
-    if nodes is not None and field(args, "NodeNames") is None:
-        keep = set(survivors)
-        items = [
-            n
-            for n in nodes.get("items") or []
-            if (n.get("metadata") or {}).get("name") in keep
-        ]
-        return marshal(
-            {
-                "Nodes": {"metadata": {}, "items": items},
-                "NodeNames": None,
-                "FailedNodes": _sorted_map(failed),
-                "FailedAndUnresolvableNodes": _sorted_map(unresolvable),
-                "Error": error,
-            }
-        )
-    return marshal(
-        {
-            "Nodes": None,
-            "NodeNames": survivors,
-            "FailedNodes": _sorted_map(failed),
-            "FailedAndUnresolvableNodes": _sorted_map(unresolvable),
-            "Error": error,
-        }
-    )
-
-
-def candidate_names(args: JSON) -> list[str]:
-    names = field(args, "NodeNames")
-    if names is not None:
-        return [str(n) for n in names]
-    nodes = field(args, "Nodes") or {}
-    return [
-        str((n.get("metadata") or {}).get("name")) for n in nodes.get("items") or []
-    ]
+VERBS = ("filter", "prioritize", "preempt", "bind")
 
 
 class Extender:
@@ -146,33 +78,35 @@ class Extender:
         self.budget_refuses = budget_refuses
         self._replan_at = 0.0
 
-    def handle(self, verb: str, body: bytes) -> bytes:
-        """Dispatch one POST; a malformed body is an ``Error`` reply, not a 500."""
+    def handle(self, verb: str, body: bytes) -> Reply:
+        """Answer one POST.  A body kube-scheduler would never send is refused
+        in the protocol's ``Error`` field where the reply type has one (filter,
+        bind: kube-scheduler then shows the reason in the pod's events), else
+        with a 400; either way in one log line and without acting."""
         started = time.monotonic()
         result = "ok"
         try:
-            args = json.loads(body or b"null")
-            if not isinstance(args, dict):
-                raise ValueError("expected a JSON object")
-            handler = {
-                "filter": self.filter,
-                "prioritize": self.prioritize,
-                "preempt": self.preempt,
-                "bind": self.bind,
-            }[verb]
-            return handler(args)
-        except (ValueError, KeyError, TypeError) as exc:
+            if verb == "filter":
+                reply = self.filter(extender_args(body))
+            elif verb == "prioritize":
+                reply = self.prioritize(extender_args(body))
+            elif verb == "preempt":
+                reply = self.preempt(preemption_args(body))
+            else:
+                reply = self.bind(binding_args(body))
+            return 200, reply, JSON_TYPE
+        except (BadRequest, RecursionError) as exc:
             result = "error"
-            log.warning("bad %s request: %s", verb, exc)
-            if verb == "prioritize":
-                return b"[]"
-            if verb == "preempt":
-                return marshal({"NodeNameToMetaVictims": {}})
-            return (
-                marshal({"Error": f"placewise: bad request: {exc}"})
-                if verb == "bind"
-                else filter_result({}, [], {}, {}, f"placewise: bad request: {exc}")
-            )
+            why = f"placewise: bad {verb} request: {exc}"
+            log.warning("%s", why)
+            if verb == "filter":
+                return 200, filter_result(None, [], {}, {}, why), JSON_TYPE
+            if verb == "bind":
+                return 200, marshal({"Error": why}), JSON_TYPE
+            return 400, marshal({"error": why}), JSON_TYPE
+        except Exception:
+            result = "error"
+            raise
         finally:
             self.metrics.extender_duration.labels(verb, result).observe(
                 time.monotonic() - started
@@ -180,10 +114,8 @@ class Extender:
 
     # -- the per-pod decision --------------------------------------------------------
 
-    def decide(self, pod: JSON) -> tuple[str, str | None, str]:
+    def decide(self, key: str, name: str) -> tuple[str, str | None, str]:
         """(verdict, node, reason): pass | node (only this one) | wait | none."""
-        meta = gangmod.meta(pod)
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
         cached = self.cache.get("Pod", key)
         if cached is None:
             return "none", None, "placewise has not observed this pod yet"
@@ -200,7 +132,7 @@ class Extender:
             return "none", None, "waiting for the next plan"
         if not gp.admitted:
             return "none", None, f"gang {gp.key}: {gp.reason}"
-        planned = gp.nodes.get(str(meta.get("name")))
+        planned = gp.nodes.get(name)
         if gp.key in self.actuator.blockers:
             blocker = self.actuator.blockers[gp.key]
         else:
@@ -218,10 +150,9 @@ class Extender:
 
     # -- verbs -------------------------------------------------------------------------
 
-    def filter(self, args: JSON) -> bytes:
-        pod = field(args, "Pod") or {}
-        names = candidate_names(args)
-        verdict, node, reason = self.decide(pod)
+    def filter(self, args: ExtenderArgs) -> bytes:
+        names = args.candidates
+        verdict, node, reason = self.decide(args.key, args.name)
         if verdict == "pass":
             return filter_result(args, names, {}, {})
         if verdict == "none":
@@ -233,43 +164,29 @@ class Extender:
             return filter_result(args, [], failed, others)
         if node not in names:
             self._replan()
-            return filter_result(
-                args,
-                [],
-                {},
-                {
-                    **others,
-                    **(
-                        {node: f"{reason}, which kube-scheduler filtered out"}
-                        if node
-                        else {}
-                    ),
-                },
-            )
+            if node:
+                others[node] = f"{reason}, which kube-scheduler filtered out"
+            return filter_result(args, [], {}, others)
         return filter_result(args, [node] if node else [], {}, others)
 
-    def prioritize(self, args: JSON) -> bytes:
-        names = candidate_names(args)
-        verdict, node, _ = self.decide(field(args, "Pod") or {})
+    def prioritize(self, args: ExtenderArgs) -> bytes:
+        verdict, node, _ = self.decide(args.key, args.name)
         top = node if verdict in ("node", "wait") else None
         return marshal(
-            [{"Host": n, "Score": MAX_PRIORITY if n == top else 0} for n in names]
+            [
+                {"Host": n, "Score": MAX_PRIORITY if n == top else 0}
+                for n in args.candidates
+            ]
         )
 
-    def preempt(self, args: JSON) -> bytes:
-        pod = field(args, "Pod") or {}
-        offered = set((field(args, "NodeNameToMetaVictims") or {}).keys()) | set(
-            (field(args, "NodeNameToVictims") or {}).keys()
-        )
-        meta = gangmod.meta(pod)
-        key = f"{meta.get('namespace')}/{meta.get('name')}"
+    def preempt(self, args: ExtenderArgs) -> bytes:
         state = self.loop.state
-        gp = state.gang_of(key) if state is not None else None
+        gp = state.gang_of(args.key) if state is not None else None
         veto = marshal({"NodeNameToMetaVictims": {}})
         if state is None or gp is None or not gp.admitted or not gp.victims:
             return veto
-        node = gp.nodes.get(str(meta.get("name")))
-        if node is None or node not in offered:
+        node = gp.nodes.get(args.name)
+        if node is None or node not in args.offered:
             return veto
         uids = []
         for victim in gp.victims:
@@ -302,11 +219,12 @@ class Extender:
             }
         )
 
-    def bind(self, args: JSON) -> bytes:
-        name = str(field(args, "PodName") or "")
-        ns = str(field(args, "PodNamespace") or "")
-        uid = str(field(args, "PodUID") or "")
-        node = str(field(args, "Node") or "")
+    def bind(self, args: BindingArgs) -> bytes:
+        """Bind only what the plan decided: a member of a gang placewise
+        manages, to the node the current plan chose for it (and then the
+        whole gang).  Anything else is refused without a write, whoever
+        asks: a caller can at most make placewise carry out its own plan."""
+        key, node = args.key, args.node
 
         def reply(error: str) -> bytes:
             return marshal({"Error": error})
@@ -316,42 +234,42 @@ class Extender:
                 f"placewise: this replica is not the leader "
                 f"(leader: {self.leader_name() or 'none'})"
             )
-        key = f"{ns}/{name}"
         pod = self.cache.get("Pod", key)
         if pod is None:
             try:
-                pod = self.kube.get(PODS, ns, name)
+                pod = self.kube.get(PODS, args.namespace, args.name)
             except ApiError as exc:
                 return reply(f"placewise: reading pod {key}: {exc}")
             if pod is None:
-                return reply(f"pod {key} not found")
-        if uid and gangmod.meta(pod).get("uid") != uid:
-            return reply(f"pod {key} has uid {gangmod.meta(pod).get('uid')}, not {uid}")
+                return reply(f"placewise: pod {key} not found")
+        uid = str(gangmod.meta(pod).get("uid"))
+        if args.uid and uid != args.uid:
+            return reply(f"placewise: pod {key} has uid {uid}, not {args.uid}")
         bound = node_of(self.cache, pod)
         if bound is not None:
             return reply(
-                "" if bound == node else f"pod {key} is already bound to {bound}"
+                ""
+                if bound == node
+                else f"placewise: pod {key} is already bound to {bound}"
             )
         if not self.managed(pod):
-            try:
-                self.kube.bind(
-                    ns, name, uid or str(gangmod.meta(pod).get("uid")), node, {}
-                )
-            except ApiError as exc:
-                return reply(f"binding {key}: {exc}")
-            self.cache.expect_bound(str(gangmod.meta(pod).get("uid")), node)
-            return reply("")
+            return reply(
+                f"placewise: pod {key} is not managed by placewise (its "
+                f"schedulerName or resources are not the sidecar's "
+                f"--scheduler-name/--managed-resource); placewise binds only "
+                f"pods of the gangs it plans"
+            )
         state = self.loop.state
         gp = state.gang_of(key) if state is not None else None
         if state is None or gp is None:
-            return reply(f"pod {key}: not in the current plan yet")
+            return reply(f"placewise: pod {key} is not in the current plan yet")
         if not gp.admitted:
             return reply(f"gang {gp.key}: {gp.reason}")
-        planned = gp.nodes.get(name)
+        planned = gp.nodes.get(args.name)
         if planned != node:
             self._replan()
             return reply(
-                f"gang {gp.key}: pod {name} is planned for {planned}, not {node}"
+                f"gang {gp.key}: pod {args.name} is planned for {planned}, not {node}"
             )
         reason = self.binder.bind_gang(state, gp.key)
         return reply("" if reason is None else f"gang {gp.key}: {reason}")

@@ -8,6 +8,8 @@ one process without collisions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
@@ -80,6 +82,20 @@ class Metrics:
             "Kueue Workload admissions written.",
             registry=r,
         )
+
+        self.http_rejected = Counter(
+            "placewise_http_rejected_total",
+            "Connections and requests refused or dropped by a listener: busy "
+            "(over the connection limit), timeout, too_large, length (no "
+            "Content-Length), malformed, tls (failed handshake).",
+            ["listener", "reason"],
+            registry=r,
+        )
+
+    def http_rejected_observer(self) -> Callable[[str, str], None]:
+        return lambda listener, reason: self.http_rejected.labels(
+            listener, reason
+        ).inc()
 
     def exposition(self) -> bytes:
         return bytes(generate_latest(self.registry))

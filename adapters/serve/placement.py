@@ -18,10 +18,10 @@ from typing import Any
 from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.config import HOSTNAME_LABEL
 from placewise.adapters.serve.snapshot import Built, GangView
-from placewise.models.cluster import Node
+from placewise.models.cluster import Node, ResourceFlavor
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.models.scheduling import untolerated
-from placewise.models.workload import PodSetAssignment
+from placewise.models.workload import PodSet, PodSetAssignment
 
 JSON = dict[str, Any]
 Usage = dict[str, dict[str, int]]
@@ -199,30 +199,66 @@ class Projector:
 
     def _candidates(self, view: GangView, psa: PodSetAssignment, ps: Any) -> list[str]:
         """Ready, schedulable nodes of the assigned flavors the pods may use."""
-        snap = self.built.snapshot
-        flavors = [
-            snap.flavors[f]
-            for f in sorted(set(psa.flavors.values()))
-            if f in snap.flavors
+        flavors = _flavors(self.built, psa)
+        return [
+            node.name
+            for node in sorted(self.nodes.values(), key=lambda n: n.name)
+            if node.ready
+            and not node.unschedulable
+            and refusal(node, ps, flavors) is None
         ]
-        out = []
-        for node in sorted(self.nodes.values(), key=lambda n: n.name):
-            if not node.ready or node.unschedulable:
-                continue
-            if any(
-                any(node.labels.get(k) != v for k, v in f.node_labels.items())
-                for f in flavors
-            ):
-                continue
-            tolerations = tuple(ps.placement.tolerations) if ps else ()
-            for f in flavors:
-                tolerations += tuple(f.tolerations)
-            if ps is not None and not ps.placement.matches_node(node.labels, node.name):
-                continue
-            if untolerated(node.taints, tolerations):
-                continue
-            out.append(node.name)
-        return out
+
+
+def _flavors(built: Built, psa: PodSetAssignment) -> list[ResourceFlavor]:
+    snap = built.snapshot
+    return [
+        snap.flavors[f] for f in sorted(set(psa.flavors.values())) if f in snap.flavors
+    ]
+
+
+def refusal(node: Node, ps: PodSet | None, flavors: list[ResourceFlavor]) -> str | None:
+    """Why a pod of ``ps`` admitted in ``flavors`` may not run on ``node`` (not
+    the flavors' node labels, not its node selector/affinity, a taint neither
+    it nor the flavors tolerate), or None when it may.  Used to choose hosts
+    and again by the binder on the live node just before a bind."""
+    for f in flavors:
+        if any(node.labels.get(k) != v for k, v in f.node_labels.items()):
+            return f"is not in flavor {f.name}"
+    if ps is not None and not ps.placement.matches_node(node.labels, node.name):
+        return "does not match the node selector/affinity"
+    tolerations = tuple(ps.placement.tolerations) if ps else ()
+    for f in flavors:
+        tolerations += tuple(f.tolerations)
+    bad = untolerated(node.taints, tolerations)
+    if bad:
+        t = bad[0]
+        return f"has taint {t.key}={t.value}:{t.effect}, not tolerated"
+    return None
+
+
+def member_rules(
+    built: Built, plan: Plan, key: str
+) -> dict[str, tuple[PodSet | None, list[ResourceFlavor]]]:
+    """Member name -> (its pod set, the flavors the plan admits it in): what
+    :func:`refusal` needs to re-check a member against a live node."""
+    view = built.gangs.get(key)
+    adm = next((a for a in plan.admissions if a.workload == key), None)
+    if view is None or adm is None:
+        return {}
+    model = built.snapshot.workloads.get(key)
+    psas = {p.name: p for p in adm.pod_set_assignments}
+    out: dict[str, tuple[PodSet | None, list[ResourceFlavor]]] = {}
+    for set_name, members in view.pod_sets:
+        psa = psas.get(set_name)
+        if psa is None:
+            continue
+        rules = (
+            model.pod_set(set_name) if model is not None else None,
+            _flavors(built, psa),
+        )
+        for pod in members:
+            out[str(gangmod.meta(pod).get("name"))] = rules
+    return out
 
 
 def _hostname_level(adm: PlanAdmission) -> bool:

@@ -103,6 +103,8 @@ def cosched_group(name: str, size: int, gpus: int = 1, **kw: Any) -> list[JSON]:
 def serve_config(**kw: Any) -> ServeConfig:
     base: JSON = {
         "listen": ("127.0.0.1", 0),
+        "metrics_listen": ("127.0.0.1", 0),
+        "enable_debug": True,
         "solver": "greedy",
         "debounce": 0.05,
         "max_delay": 0.5,
@@ -224,7 +226,7 @@ def http(url: str, body: bytes | None = None) -> tuple[int, bytes]:
 
 def metric(sc: Sidecar, name: str, **labels: str) -> float:
     """Sum of a metric's samples (matching labels) scraped from /metrics."""
-    text = http(sc.url + "/metrics")[1].decode()
+    text = http(sc.metrics_url + "/metrics")[1].decode()
     total = 0.0
     for line in text.splitlines():
         head, _, value = line.rpartition(" ")

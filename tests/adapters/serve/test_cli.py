@@ -28,6 +28,9 @@ def test_serve_without_kubeconfig_places_the_demo_gangs_and_exits_cleanly(tmp_pa
             "serve",
             "--listen",
             "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--enable-debug",
             "--solver",
             "greedy",
             "--debounce",
@@ -73,10 +76,17 @@ def test_serve_without_kubeconfig_places_the_demo_gangs_and_exits_cleanly(tmp_pa
         assert running
         assert http(url + "/healthz")[0] == 200
         assert http(url + "/readyz")[0] == 200
+        metrics_url = next(
+            m.group(1)
+            for line in lines
+            if (m := re.search(r"metrics on (http://[\d.]+:\d+)/metrics", line))
+        )
+        assert metrics_url != url
         assert (
             b"placewise_extender_request_duration_seconds_count"
-            in http(url + "/metrics")[1]
+            in http(metrics_url + "/metrics")[1]
         )
+        assert http(url + "/metrics")[0] == 404  # not on the extender port
         assert "server: http://127.0.0.1" in kubeconfig.read_text()
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -173,12 +173,12 @@ def test_bind_golden_binds_the_whole_gang(planned):
 def test_malformed_requests_and_http_surface(planned):
     _h, sc, _nodes, _pods = planned
     reply = json.loads(post(sc, "filter", b"{not json"))
-    assert reply["Error"].startswith("placewise: bad request")
-    assert post(sc, "bind", b"[]").startswith(b'{"Error":"placewise: bad request')
+    assert reply["Error"].startswith("placewise: bad filter request: not JSON")
+    assert post(sc, "bind", b"[]").startswith(b'{"Error":"placewise: bad bind')
     assert http(sc.url + "/scheduler/unknown", b"{}")[0] == 404
     assert http(sc.url + "/healthz") == (200, b"ok\n")
     assert http(sc.url + "/readyz") == (200, b"ok\n")
-    status, text = http(sc.url + "/metrics")
+    status, text = http(sc.metrics_url + "/metrics")
     assert status == 200
     for name in (
         "placewise_solve_duration_seconds_bucket",
