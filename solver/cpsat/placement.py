@@ -58,6 +58,10 @@ class Placement:
     slices: dict[tuple[int, tuple[str, ...]], cp_model.IntVar] = field(
         default_factory=dict
     )
+    by_spec: dict[int, list[tuple[tuple[str, ...], cp_model.IntVar]]] = field(
+        default_factory=dict
+    )
+    """spec -> its (domain path, units) variables."""
 
     def build(self) -> None:
         self._classes()
@@ -115,6 +119,7 @@ class Placement:
             for path, cap in sorted(spec.domains.items()):
                 x = self.model.new_int_var(0, cap, f"X{i}_{'/'.join(path)}")
                 self.x[(i, path)] = x
+                self.by_spec.setdefault(i, []).append((path, x))
                 xs.append(x)
             self.model.add(spec.unit * sum(xs) == pods)
 
@@ -159,8 +164,8 @@ class Placement:
                     continue
                 for r, q in self.layout.shapes[s].request:
                     rows[r].append((q, var))
-            for vi, usage in sorted(self.layout.release.items()):
-                for r, q in usage.get(leaf, {}).items():
+            for vi, usage in self.layout.victims_on.get(leaf, []):
+                for r, q in usage.items():
                     if q and r in rows:
                         rows[r].append((-q, self.victims[vi]))
             for r, terms in sorted(rows.items()):
@@ -183,9 +188,7 @@ class Placement:
             assert level is not None
             zs: dict[tuple[str, ...], cp_model.IntVar] = {}
             for i in members:
-                for (j, path), x in self.x.items():
-                    if j != i:
-                        continue
+                for path, x in self.by_spec.get(i, []):
                     dom = path[: level + 1]
                     if dom not in zs:
                         zs[dom] = self.model.new_bool_var(
@@ -203,9 +206,8 @@ class Placement:
                 if size <= 1:
                     continue
                 by_dom: dict[tuple[str, ...], list[cp_model.IntVar]] = defaultdict(list)
-                for (j, path), x in self.x.items():
-                    if j == i:
-                        by_dom[path[: level + 1]].append(x)
+                for path, x in self.by_spec.get(i, []):
+                    by_dom[path[: level + 1]].append(x)
                 for dom, xs in sorted(by_dom.items()):
                     hi = sum(int(_ub(x)) for x in xs) // size
                     k = self.model.new_int_var(0, hi, f"K{i}_{'/'.join(dom)}")
@@ -218,9 +220,8 @@ class Placement:
             if spec.preferred is None:
                 continue
             by_dom: dict[tuple[str, ...], list[cp_model.IntVar]] = defaultdict(list)
-            for (j, path), x in self.x.items():
-                if j == i:
-                    by_dom[path[: spec.preferred + 1]].append(x)
+            for path, x in self.by_spec.get(i, []):
+                by_dom[path[: spec.preferred + 1]].append(x)
             for dom, xs in sorted(by_dom.items()):
                 q = self.model.new_bool_var(f"Q{i}_{'/'.join(dom)}")
                 self.preferred[(i, dom)] = q
@@ -237,7 +238,7 @@ class Placement:
         return sum(len(c.leaves) for c in self.layout.classes if c.empty)
 
     def spec_units(self, i: int) -> list[tuple[tuple[str, ...], cp_model.IntVar]]:
-        return [(path, x) for (j, path), x in self.x.items() if j == i]
+        return self.by_spec.get(i, [])
 
     def leaf_cap(self, cls: HostClass, s: int) -> int:
         return leaf_units(self.layout, cls, s)

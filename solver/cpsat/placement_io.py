@@ -110,15 +110,13 @@ def _derived(pl: Placement, out: dict[int, int]) -> None:
         n = out[x.index]
         for level in range(len(path) + 1):
             per_dom[(i, level, path[:level])] += n
+    members: dict[tuple[str, int, str], list[int]] = defaultdict(list)
+    for i, spec in enumerate(pl.layout.specs):
+        members[(spec.group, pl.data.pod_sets[spec.pod_set].wl, spec.flavor)].append(i)
     for (group, wl, f, dom), z in pl.z.items():
-        specs = [
-            i
-            for i, s in enumerate(pl.layout.specs)
-            if s.group == group
-            and s.flavor == f
-            and pl.data.pod_sets[s.pod_set].wl == wl
-        ]
-        used = any(per_dom.get((i, len(dom), dom), 0) for i in specs)
+        used = any(
+            per_dom.get((i, len(dom), dom), 0) for i in members[(group, wl, f)]
+        )
         out[z.index] = int(used)
     for (i, dom), k in pl.slices.items():
         size = next(sz for lv, sz in pl.layout.specs[i].slices if lv + 1 == len(dom))

@@ -112,6 +112,10 @@ class Layout:
     """victim index -> leaf -> usage it gives back when evicted."""
     released: dict[int, dict[str, int]] = field(default_factory=dict)
     """leaf -> everything victims there could give back together."""
+    victims_on: dict[int, list[tuple[int, dict[str, int]]]] = field(
+        default_factory=dict
+    )
+    """leaf -> (victim, usage there), victims in index order."""
     by_pod_set: dict[int, list[int]] = field(default_factory=dict)
     """pod set -> its specs (one per TAS flavor)."""
     unsupported: dict[int, str] = field(default_factory=dict)
@@ -249,8 +253,9 @@ def build_layout(data: ModelData) -> Layout:
             specs.append(spec)
     for f in data.topos:
         layout.depth[f] = max((s.depth for s in specs if s.flavor == f), default=-1)
-    for usage in release.values():
+    for vi, usage in sorted(release.items()):
         for leaf, amounts in usage.items():
+            layout.victims_on.setdefault(leaf, []).append((vi, amounts))
             acc = layout.released.setdefault(leaf, {})
             for r, q in amounts.items():
                 acc[r] = acc.get(r, 0) + q
