@@ -207,7 +207,7 @@ class Constraints:
                     chosen[(pd.idx, f)] = wv.flavor[(pd.group, rg, f)]
         assert data.layout is not None, "compile with compile_problem()"
         self.placement = Placement(
-            self.model, data, data.layout, self.v.victims, units, chosen
+            self.model, data, data.layout, self.v.victims, self.v.derive, units, chosen
         )
         self.placement.build()
 

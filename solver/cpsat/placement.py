@@ -11,10 +11,12 @@ LP relaxation is exactly the configuration LP the bound solves.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from placewise.solver.cpsat.variables import Derive
 from placewise.solver.problem.data import ModelData
 from placewise.solver.problem.layout import (
     HostClass,
@@ -37,6 +39,8 @@ class Placement:
     data: ModelData
     layout: Layout
     victims: list[cp_model.IntVar]
+    derive: Callable[[cp_model.IntVar, Derive], None]
+    """Registers how an auxiliary variable follows from the decisions."""
     flavor_units: dict[tuple[int, str], cp_model.IntVar]
     """(pod set, TAS flavor) -> pods admitted under that flavor (``u`` var)."""
     flavor_chosen: dict[tuple[int, str], cp_model.IntVar]
@@ -152,18 +156,30 @@ class Placement:
             self.model.add(sum(c * x for c, x in terms) <= sum(c * x for c, x in have))
 
     def _linear_capacity(self) -> None:
-        """A linear leaf: units fit its free capacity plus what victims free."""
+        """A linear leaf: units fit its free capacity plus what victims free.
+
+        A leaf already over its allocatable (free < 0) is judged only when
+        the plan places pods there, and then as it is: releases must cover
+        the excess too.  ``U{c}`` says whether the plan places any."""
         for cls in self.layout.classes:
             if not cls.linear:
                 continue
             leaf = cls.leaves[0]
             rows: dict[str, LinearTerms] = defaultdict(list)
+            slots: list[cp_model.IntVar] = []
             for s in cls.shapes:
                 var = self.v.get((cls.idx, s))
                 if var is None:
                     continue
+                slots.append(var)
                 for r, q in self.layout.shapes[s].request:
                     rows[r].append((q, var))
+            used = None
+            if slots and any(cls.free.get(r, 0) < 0 for r in rows):
+                used = self.model.new_bool_var(f"U{cls.idx}")
+                for var in slots:
+                    self.model.add(var <= _ub(var) * used)
+                self.derive(used, _any_positive(slots))
             for vi, usage in self.layout.victims_on.get(leaf, []):
                 for r, q in usage.items():
                     if q and r in rows:
@@ -172,7 +188,11 @@ class Placement:
                 free = cls.free.get(r, 0)
                 if free >= 1 << 61:
                     continue
-                self.model.add(sum(c * x for c, x in terms) <= free)
+                if free < 0 and used is not None:
+                    # used -> rows <= free (< 0); unused -> releases only.
+                    self.model.add(sum(c * x for c, x in terms) - free * used <= 0)
+                else:
+                    self.model.add(sum(c * x for c, x in terms) <= free)
 
     # -- topology rules --------------------------------------------------------
 
@@ -247,6 +267,10 @@ class Placement:
         return [
             (i, self.layout.specs[i]) for i in self.layout.by_pod_set.get(pod_set, [])
         ]
+
+
+def _any_positive(xs: list[cp_model.IntVar]) -> Derive:
+    return lambda val: int(any(val[x.index] > 0 for x in xs))
 
 
 def _ub(x: cp_model.IntVar) -> int:

@@ -114,9 +114,7 @@ def _derived(pl: Placement, out: dict[int, int]) -> None:
     for i, spec in enumerate(pl.layout.specs):
         members[(spec.group, pl.data.pod_sets[spec.pod_set].wl, spec.flavor)].append(i)
     for (group, wl, f, dom), z in pl.z.items():
-        used = any(
-            per_dom.get((i, len(dom), dom), 0) for i in members[(group, wl, f)]
-        )
+        used = any(per_dom.get((i, len(dom), dom), 0) for i in members[(group, wl, f)])
         out[z.index] = int(used)
     for (i, dom), k in pl.slices.items():
         size = next(sz for lv, sz in pl.layout.specs[i].slices if lv + 1 == len(dom))

@@ -19,7 +19,7 @@ from placewise.solver.cpsat.constraints import Constraints
 from placewise.solver.cpsat.placement import Placement
 from placewise.solver.cpsat.placement_io import decode, placement_values
 from placewise.solver.cpsat.variables import Variables
-from placewise.solver.problem.data import ModelData
+from placewise.solver.problem.data import ModelData, PodSetData
 
 
 def fallback(
@@ -118,6 +118,36 @@ def decisions_from_plan(
     return out
 
 
+def pod_set_assignment(
+    data: ModelData,
+    pd: PodSetData,
+    chosen: dict[int, str],
+    n: int,
+    leaves: tuple[str, dict[int, int]] | None,
+) -> PodSetAssignment:
+    """Kueue's podSetAssignment for ``n`` pods of ``pd`` under the chosen
+    flavor per resource group, placed on ``leaves`` (flavor, leaf -> pods)."""
+    cq = data.workloads[pd.wl].cq
+    flavors: dict[str, str] = {}
+    for rg, f in chosen.items():
+        for r in sorted(pd.requests):
+            if r in cq.resource_groups[rg].covered_resources:
+                flavors[r] = f
+    usage = {r: q * n for r, q in pd.requests.items() if r in flavors}
+    if PODS in flavors:
+        usage[PODS] = n
+    topo = None
+    if pd.tas and n > 0 and leaves is not None:
+        topo = _topology(data, leaves[0], leaves[1])
+    return PodSetAssignment(
+        name=pd.ps.name,
+        flavors=dict(sorted(flavors.items())),
+        resource_usage=dict(sorted(usage.items())),
+        count=n,
+        topology_assignment=topo,
+    )
+
+
 def _topology(
     data: ModelData, flavor: str, counts: dict[int, int]
 ) -> TopologyAssignment:
@@ -152,33 +182,19 @@ def plan_from_values(
             var = v.pod_sets[p]
             n = values[var.n.index] if pd.min_count < pd.count else pd.count  # type: ignore[union-attr]
             gd = data.groups[pd.group]
-            flavors: dict[str, str] = {}
-            for rg in gd.flavors:
-                chosen = next(
-                    f
-                    for f in gd.flavors[rg]
-                    if values[wv.flavor[(gd.idx, rg, f)].index]
-                )
-                for r in sorted(pd.requests):
-                    if r in wd.cq.resource_groups[rg].covered_resources:
-                        flavors[r] = chosen
-            usage = {r: q * n for r, q in pd.requests.items() if r in flavors}
-            if PODS in flavors:
-                usage[PODS] = n
-            topo = None
-            if pd.tas and n > 0:
-                for (ps_idx, f), per_leaf in placed.items():
-                    if ps_idx == p and per_leaf:
-                        topo = _topology(data, f, per_leaf)
-            psas.append(
-                PodSetAssignment(
-                    name=pd.ps.name,
-                    flavors=dict(sorted(flavors.items())),
-                    resource_usage=dict(sorted(usage.items())),
-                    count=n,
-                    topology_assignment=topo,
-                )
+            chosen = {
+                rg: next(f for f in fl if values[wv.flavor[(gd.idx, rg, f)].index])
+                for rg, fl in gd.flavors.items()
+            }
+            leaves = next(
+                (
+                    (f, per_leaf)
+                    for (ps_idx, f), per_leaf in placed.items()
+                    if ps_idx == p and per_leaf
+                ),
+                None,
             )
+            psas.append(pod_set_assignment(data, pd, chosen, n, leaves))
         admissions.append(
             PlanAdmission(
                 workload=wd.key,

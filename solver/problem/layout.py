@@ -33,12 +33,14 @@ decoded leaf by leaf (deepest demands first), and the model stays exact.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from placewise.models.cluster import PODS
+from placewise.models.plan import PlanAdmission
 from placewise.models.quantity import UNLIMITED
 from placewise.models.scheduling import PodPlacement, untolerated
 from placewise.solver.problem.data import ModelData, PodSetData
@@ -120,6 +122,9 @@ class Layout:
     """pod set -> its specs (one per TAS flavor)."""
     unsupported: dict[int, str] = field(default_factory=dict)
     """pod set -> why the aggregated placement cannot express it."""
+    masks: dict[str, list[IntArray]] = field(default_factory=dict)
+    """flavor -> per eligibility signature, 1 where a leaf (in the flavor's
+    leaf order) may take units of that signature."""
 
     def units_cap(self, spec: Spec) -> int:
         return max(spec.domains.values(), default=0)
@@ -260,6 +265,7 @@ def build_layout(data: ModelData) -> Layout:
             for r, q in amounts.items():
                 acc[r] = acc.get(r, 0) + q
     masks = {f: _signature_masks(data, f, placements[f]) for f in placements}
+    layout.masks = masks
     _make_classes(data, layout, masks)
     _candidate_domains(data, layout)
     return layout
@@ -297,28 +303,19 @@ def _make_classes(
             continue
         for leaf in topo.leaves:
             flavors_of[leaf].append(f)
-    position = {
-        f: {leaf: i for i, leaf in enumerate(topo.leaves)}
-        for f, topo in data.topos.items()
-    }
+    allowed_of = _allowed_shapes(data, layout, masks, relevant, on_victims)
     groups: dict[tuple[object, ...], list[int]] = defaultdict(list)
     info: dict[tuple[object, ...], tuple[dict[str, int], Paths, tuple[int, ...]]] = {}
     for leaf in sorted(flavors_of):
+        allowed = allowed_of.get(leaf, ())
+        if not allowed:
+            continue
         lf = data.leaves[leaf]
         free = {r: lf.free.get(r, 0) for r in relevant}
         paths = {
             f: data.topos[f].paths[leaf][: layout.depth[f] + 1]
             for f in flavors_of[leaf]
         }
-        allowed = tuple(
-            s.idx
-            for s in layout.shapes
-            if s.flavor in paths
-            and masks[s.flavor][s.signature][position[s.flavor][leaf]]
-            and (leaf in on_victims or _fits(free, s) > 0)
-        )
-        if not allowed:
-            continue
         node = data.snapshot.nodes.get(lf.node or "")
         empty = node is not None and lf.free.get(PODS, 0) >= node.allocatable.get(
             PODS, 0
@@ -331,12 +328,16 @@ def _make_classes(
         groups[key].append(leaf)
         info[key] = (free, paths, allowed)
     classes: list[HostClass] = []
+    memo: dict[tuple[object, ...], tuple[tuple[int, ...], ...] | None] = {}
     for key, leaves in sorted(groups.items(), key=lambda kv: kv[1][0]):
         free, paths, allowed = info[key]
         linear = key[0] == "leaf"
         patterns: tuple[tuple[int, ...], ...] = ()
         if not linear:
-            found = _patterns(free, [layout.shapes[s] for s in allowed])
+            mkey = (tuple(sorted(free.items())), allowed)
+            if mkey not in memo:
+                memo[mkey] = _patterns(free, [layout.shapes[s] for s in allowed])
+            found = memo[mkey]
             if found is None:
                 linear = True
             else:
@@ -350,6 +351,34 @@ def _make_classes(
                 )
             )
     layout.classes = classes
+
+
+def _allowed_shapes(
+    data: ModelData,
+    layout: Layout,
+    masks: dict[str, list[IntArray]],
+    relevant: list[str],
+    on_victims: set[int],
+) -> dict[int, tuple[int, ...]]:
+    """Per leaf, the shapes its eligibility allows and one unit of which fits
+    its free capacity (or could, on leaves where victims may leave): one
+    vectorised pass per shape over the flavor's leaves."""
+    per_leaf: dict[int, list[int]] = defaultdict(list)
+    for shape in layout.shapes:
+        topo = data.topos[shape.flavor]
+        leaves = np.asarray(topo.leaves, dtype=np.int64)
+        ok = masks[shape.flavor][shape.signature].astype(bool)
+        fits = np.ones(len(leaves), dtype=bool)
+        for r, q in shape.request:
+            have = np.asarray(
+                [data.leaves[leaf].free.get(r, 0) for leaf in topo.leaves],
+                dtype=object,
+            )
+            fits &= np.asarray([h >= q for h in have], dtype=bool)
+        victims = np.asarray([leaf in on_victims for leaf in topo.leaves], dtype=bool)
+        for i in np.nonzero(ok & (fits | victims))[0]:
+            per_leaf[int(leaves[i])].append(shape.idx)
+    return {leaf: tuple(sorted(s)) for leaf, s in per_leaf.items()}
 
 
 def _patterns(
@@ -434,3 +463,48 @@ def _candidate_domains(data: ModelData, layout: Layout) -> None:
             if whole and cap < need:
                 continue  # the required domain cannot hold even minCount
             spec.domains[path] = min(cap, units)
+
+
+def restrict(
+    data: ModelData, layout: Layout, keep: dict[int, set[tuple[str, ...]]], k: int
+) -> None:
+    """Keep at most ``k`` candidate domains per spec (the roomiest), plus the
+    ones in ``keep`` (a warm start's): the model of a large instance stays
+    buildable within the budget.  The restricted model is no longer a
+    relaxation, so its stage bounds are not reported as proven."""
+    for i, spec in enumerate(layout.specs):
+        if len(spec.domains) <= k:
+            continue
+        chosen = sorted(spec.domains.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+        wanted = dict(chosen)
+        for path in keep.get(i, set()):
+            if path in spec.domains:
+                wanted[path] = spec.domains[path]
+        spec.domains = dict(sorted(wanted.items()))
+
+
+def plan_domains(
+    data: ModelData, layout: Layout, admissions: Iterable[PlanAdmission]
+) -> dict[int, set[tuple[str, ...]]]:
+    """spec -> the domains (at its level) a plan's admissions put units in."""
+    out: dict[int, set[tuple[str, ...]]] = defaultdict(set)
+    by_key = {wd.key: wd for wd in data.workloads}
+    for adm in admissions:
+        wd = by_key.get(adm.workload)
+        if wd is None:
+            continue
+        psas = {p.name: p for p in adm.pod_set_assignments}
+        for p in wd.pod_sets:
+            psa = psas.get(data.pod_sets[p].ps.name)
+            if psa is None or psa.topology_assignment is None:
+                continue
+            for i in layout.by_pod_set.get(p, []):
+                spec = layout.specs[i]
+                if spec.flavor not in psa.flavors.values():
+                    continue
+                topo = data.topos[spec.flavor]
+                for d in psa.topology_assignment.domains:
+                    leaf = topo.by_value.get(tuple(d.values))
+                    if leaf is not None:
+                        out[i].add(topo.paths[leaf][: spec.depth + 1])
+    return out

@@ -75,6 +75,10 @@ def add_pairs(data: ModelData) -> None:
         key: [wd.info.queue_ts for wd in members] for key, members in classes.items()
     }
     all_frs = frozenset().union(*frs_of) if frs_of else frozenset()
+    by_priority: dict[tuple[object, ...], tuple[int, ...]] = {}
+    """Allowed members per (class, victim priority, policy) when queue times
+    play no part (every policy but LowerOrNewerEqualPriority at equal
+    priority): one policy check per class and priority, not per victim."""
     reach_cache: dict[tuple[str, str], tuple[frozenset[FR], frozenset[FR]] | None] = {}
 
     def reach(vcq: str, wcq: str) -> tuple[frozenset[FR], frozenset[FR]] | None:
@@ -122,7 +126,13 @@ def add_pairs(data: ModelData) -> None:
                 if same
                 else cq.preemption.reclaim_within_cohort
             )
-            allowed = _allowed(members, times[key], v.info, policy)
+            memo = (key, v.info.priority, policy)
+            if memo in by_priority:
+                allowed = by_priority[memo]
+            else:
+                allowed = _allowed(members, times[key], v.info, policy)
+                if not _time_dependent(members, v.info, policy):
+                    by_priority[memo] = allowed
             if not allowed:
                 continue
             if same:
@@ -154,6 +164,13 @@ def _allowed(
         cut = bisect.bisect_left(times, victim.queue_ts)
         return tuple(wd.idx for wd in members[:cut])
     return ()
+
+
+def _time_dependent(members: list[WorkloadData], victim: WlInfo, policy: str) -> bool:
+    return (
+        policy == "LowerOrNewerEqualPriority"
+        and members[0].info.priority == victim.priority
+    )
 
 
 def _could_start_borrowing(
