@@ -34,6 +34,7 @@ from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.kube import PODS, ApiError, Kube
 from placewise.adapters.serve.metrics import Metrics
 from placewise.adapters.serve.placement import Usage, add, fits
+from placewise.adapters.serve.preempt import holds_quota
 from placewise.adapters.serve.snapshot import Decoder, GangView, node_of
 from placewise.adapters.serve.solveloop import PlanState
 
@@ -126,7 +127,7 @@ class Binder:
                     left.append(key)
                 continue
             wl = self.cache.get("Workload", key)
-            if wl is not None and _holds_quota(wl):
+            if wl is not None and holds_quota(wl):
                 left.append(key)
         return left
 
@@ -467,13 +468,3 @@ def _cause(why: str) -> str:
         if cause in why:
             return cause.lower()
     return "error"
-
-
-def _holds_quota(wl: JSON) -> bool:
-    status = wl.get("status") or {}
-    if not status.get("admission"):
-        return False
-    return any(
-        c.get("type") == "QuotaReserved" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )

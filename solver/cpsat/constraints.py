@@ -288,7 +288,19 @@ class Constraints:
             g = 0
             for c, _x in terms:
                 g = gcd(g, abs(c))
-            self.model.add(sum((c // g) * x for c, x in terms) <= max(free, 0) // g)
+            row = sum((c // g) * x for c, x in terms)
+            if free >= 0:
+                self.model.add(row <= free // g)
+                continue
+            # Already over allocatable (victims still releasing, a node that
+            # shrank): a leaf the plan places pods on must end within
+            # allocatable, so releases there must cover the deficit as well
+            # as the placement; a leaf it leaves alone may stay over.
+            used = self.model.new_bool_var(f"over_L{leaf}_{r}")
+            self.model.add(row <= free // g).only_enforce_if(used)
+            for c, x in terms:
+                if c > 0:
+                    self.model.add(x == 0).only_enforce_if(~used)
 
     # -- preemption and queues -------------------------------------------------------
 

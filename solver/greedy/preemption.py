@@ -344,6 +344,8 @@ class Preemptor:
         threshold = pre.borrow_within_cohort.max_priority_threshold
         out = []
         for info in running.values():
+            if not info.preemptible:
+                continue
             if not (info.frs & frs_need) or not satisfies_policy(wl, info, policy):
                 continue
             variant = fixed

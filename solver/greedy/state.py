@@ -40,6 +40,7 @@ class WlInfo:
     evicted: bool = False
 
     key: str = field(init=False)
+    preemptible: bool = field(init=False)
     priority: int = field(init=False)
     queue_ts: datetime = field(init=False)
     victim_order: tuple[int, float, str] = field(init=False)
@@ -49,6 +50,7 @@ class WlInfo:
     def __post_init__(self) -> None:
         # Hot: read millions of times in a large run's preemption searches.
         self.key = self.obj.key
+        self.preemptible = self.obj.preemptible
         self.priority = self.obj.priority
         self.queue_ts = self.obj.queue_order_timestamp
         reserved = self.obj.quota_reserved_at
