@@ -253,7 +253,11 @@ class SnapshotBuilder:
         facts = Facts.of(tables)
         change, kept = held_back(tables["workloads"], baseline, facts)
         if self.cfg.mode != "kueue":
-            kept = frozenset()  # gangs: binds and evictions are pod changes
+            # Gangs' binds and evictions are pod changes: not enforced there.
+            change, kept = (
+                change or "every plan is free outside kueue mode",
+                frozenset(),
+            )
         protect(tables["workloads"], kept)
         snap = build_snapshot(Objects(**tables))
         return Built(snap, generation, views, raw_kueue, waiting, facts, change, kept)
