@@ -124,15 +124,18 @@ def fits_now(
 ) -> tuple[list[PlanAdmission], dict[str, str]]:
     """The admissions (in order) that fit ``snap`` together, and why not the rest.
 
-    Each is added only if the validator accepts it on top of those accepted
-    before it, with nothing preempted: any room a victim still holds is not
-    free yet.  One validation when everything fits, one per admission when
-    something does not.
+    The validator judges them all at once, with nothing preempted: room a
+    victim still holds is not free yet.  Each violation names the admissions
+    it involves; the last of them in plan order is held back and the rest is
+    judged again, until the validator has nothing to say.  So it takes one
+    validation when everything fits and a few more when something does not,
+    and what is held back is retried (against the cluster as it is then) in
+    the next round.
     """
     pending = {w.key for w in snap.pending}
-    todo = [a for a in admissions if a.workload in pending]
-
-    def problems(chosen: list[PlanAdmission]) -> list[str]:
+    chosen = [a for a in admissions if a.workload in pending]
+    refused: dict[str, str] = {}
+    while chosen:
         keys = {a.workload for a in chosen}
         plan = Plan(
             solver=SolverInfo(name="admission-gate", status="FEASIBLE"),
@@ -141,19 +144,16 @@ def fits_now(
                 PlanPending(workload=k, reason="-") for k in sorted(pending - keys)
             ),
         )
-        return [str(v) for v in validate(snap, plan)]
-
-    if not todo or not problems(todo):
-        return todo, {}
-    accepted: list[PlanAdmission] = []
-    refused: dict[str, str] = {}
-    for adm in todo:
-        found = problems([*accepted, adm])
-        if found:
-            refused[adm.workload] = found[0]
-        else:
-            accepted.append(adm)
-    return accepted, refused
+        problems = validate(snap, plan)
+        if not problems:
+            break
+        order = {a.workload: i for i, a in enumerate(chosen)}
+        for v in problems:
+            named = [k.strip() for k in v.workload.split(",") if k.strip() in order]
+            last = max(named, key=order.__getitem__) if named else chosen[-1].workload
+            refused.setdefault(last, str(v))
+        chosen = [a for a in chosen if a.workload not in refused]
+    return chosen, refused
 
 
 def _condition(conds: list[JSON], kind: str) -> JSON | None:
@@ -198,6 +198,7 @@ class KueueAdmitter:
         self.victims_left = victims_left
         self.leading = leading
         self._refused: dict[str, str] = {}
+        self._gated: tuple[int, int, tuple[str, ...]] | None = None
         """Workload -> the last reason the gate gave (logged once)."""
 
     def act(self, state: PlanState, current: Callable[[], Snapshot]) -> None:
@@ -222,7 +223,9 @@ class KueueAdmitter:
                 ready.append(adm)
         if len(self._refused) > 10000:
             self._refused.clear()
-        if ready:
+        gate = (id(state.plan), self.cache.generation, tuple(a.workload for a in ready))
+        if ready and gate != self._gated:  # same plan, same cluster: same answer
+            self._gated = gate
             fits, refused = fits_now(current(), ready)
             for adm in fits:
                 if self.leading():
