@@ -225,8 +225,10 @@ class KueueAdmitter:
             self._refused.clear()
         gate = (id(state.plan), self.cache.generation, tuple(a.workload for a in ready))
         if ready and gate != self._gated:  # same plan, same cluster: same answer
-            self._gated = gate
             fits, refused = fits_now(current(), ready)
+            # Only a round that wrote nothing is remembered: a failed write
+            # is retried on the next tick.
+            self._gated = None if fits else gate
             for adm in fits:
                 if self.leading():
                     self._admit(adm)
