@@ -101,6 +101,11 @@ class Workload(Frozen):
     quota_reserved: bool = False
     quota_reserved_at: datetime | None = None
     evicted: bool = False
+    preemptible: bool = True
+    """False: the caller forbids evicting this running workload.  No Kueue
+    object carries it; the live loop sets it so that a re-solve with nothing
+    changed cannot take back what it admitted, and on victims a
+    PodDisruptionBudget refused.  Every solver and the validator honour it."""
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
 

@@ -14,6 +14,7 @@ from placewise.adapters.emulator.instances import (
     load_instance_files,
     read_objects,
 )
+from placewise.adapters.emulator.kueue_standin import KueueControllers
 from placewise.adapters.emulator.scheduler_standin import Outcome, SchedulerStandin
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "ExtenderConfig",
     "Faults",
     "InstanceError",
+    "KueueControllers",
     "Outcome",
     "SchedulerStandin",
     "load_instance_files",

@@ -15,6 +15,7 @@ from types import FrameType
 
 from placewise.adapters.emulator.emulator import Emulator
 from placewise.adapters.emulator.instances import InstanceError, load_instance_files
+from placewise.adapters.emulator.kueue_standin import KueueControllers
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,6 +62,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="seconds between watch bookmarks (default 60, as a real apiserver)",
     )
+    p.add_argument(
+        "--kueue-controllers",
+        nargs="?",
+        type=float,
+        const=1.0,
+        default=None,
+        metavar="RELEASE_SECONDS",
+        help="stand in for Kueue's controllers: an evicted Workload's reservation "
+        "is cleared this many seconds later (default 1) so it is pending again",
+    )
+    p.add_argument(
+        "--kueue-finish-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --kueue-controllers: admitted Workloads finish (Finished=True) "
+        "after running this long",
+    )
     p.set_defaults(run=run)
 
 
@@ -68,12 +87,20 @@ def run(args: argparse.Namespace) -> int:
     """Load, serve, print the URL; 2 for unreadable input, 0 after a clean shutdown."""
     try:
         objects = load_instance_files(args.instances)
+        controllers = None
+        if args.kueue_controllers is not None:
+            controllers = KueueControllers(
+                args.kueue_controllers, args.kueue_finish_after
+            )
+        elif args.kueue_finish_after is not None:
+            raise ValueError("--kueue-finish-after needs --kueue-controllers")
         emulator = Emulator(
             objects,
             host=args.host,
             port=args.port,
             kubelet=not args.no_kubelet,
             bookmark_interval=args.bookmark_interval,
+            kueue_controllers=controllers,
         )
     except (InstanceError, ValueError) as exc:
         print(f"placewise emulate: {exc}", file=sys.stderr)

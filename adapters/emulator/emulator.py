@@ -11,6 +11,7 @@ from kubernetes import client
 
 from placewise.adapters.emulator.faults import Faults
 from placewise.adapters.emulator.kubeconfig import write_kubeconfig
+from placewise.adapters.emulator.kueue_standin import KueueControllers
 from placewise.adapters.emulator.registry import Registry
 from placewise.adapters.emulator.resources import ResourceTable
 from placewise.adapters.emulator.server import ApiServer, HttpServer
@@ -26,6 +27,9 @@ class Emulator:
     continue resourceVersions get 410); ``bookmark_interval`` is how often
     watches that ask for bookmarks get one; ``kubelet=False`` leaves bound pods
     Pending and graceful deletions unconfirmed, as with dead nodes.
+    ``kueue_controllers`` (off by default) stands in for what Kueue's
+    controllers do after a decision: evicted Workloads release their
+    reservation (:mod:`placewise.adapters.emulator.kueue_standin`).
     """
 
     def __init__(
@@ -38,6 +42,7 @@ class Emulator:
         bookmark_interval: float = 1.0,
         watch_timeout: float = 1800.0,
         kubelet: bool = True,
+        kueue_controllers: KueueControllers | None = None,
     ) -> None:
         self.store = Store(history_limit)
         self.table = ResourceTable()
@@ -48,6 +53,7 @@ class Emulator:
         self._app = ApiServer(
             self.registry, self.faults, bookmark_interval, watch_timeout
         )
+        self.kueue_controllers = kueue_controllers
         self._host, self._port = host, port
         self._http: HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -75,10 +81,14 @@ class Emulator:
             daemon=True,
         )
         self._thread.start()
+        if self.kueue_controllers is not None:
+            self.kueue_controllers.start(self.store)
         return self
 
     def stop(self) -> None:
         """Close watches, stop accepting, cut keep-alive connections."""
+        if self.kueue_controllers is not None:
+            self.kueue_controllers.stop()
         self.store.close()
         if self._http is not None:
             self._http.shutdown()

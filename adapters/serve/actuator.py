@@ -4,8 +4,9 @@ Woken by every cache change and a plan publish (at least every ``resync``
 seconds), it first recomputes, on every replica, which admitted gangs could
 bind right now (:attr:`Actuator.blockers`, read by the extender's filter),
 then, on the leader only: issues the plan's preemptions, finishes or rolls
-back half-bound gangs, binds/ungates ready gangs (binder mode), writes
-Kueue admissions (kueue mode) and reports pending gangs with an Event.
+back half-bound gangs, binds/ungates ready gangs (binder mode), writes the
+Kueue admissions that fit the cluster as it is now (kueue mode) and reports
+pending gangs with an Event.
 Every action re-derives what to do from the cache, so running it twice, or
 after a restart, does nothing twice.
 """
@@ -25,6 +26,7 @@ from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.kueue_mode import KueueAdmitter
 from placewise.adapters.serve.preempt import Preemptor
 from placewise.adapters.serve.solveloop import PlanState, SolveLoop
+from placewise.models.snapshot import Snapshot
 
 log = logging.getLogger("placewise.serve.actuator")
 MIN_INTERVAL = 0.2
@@ -119,8 +121,12 @@ class Actuator:
                 if reason is not None:
                     log.info("gang %s not bound: %s", key, reason)
         if self.admitter is not None:
-            self.admitter.act(state)
+            self.admitter.act(state, self._current)
         self._report_pending(state)
+
+    def _current(self) -> Snapshot:
+        """The cluster as the cache has it now: the admission gate's view."""
+        return self.loop.builder.build(time.monotonic()).snapshot
 
     def _replan_if_stale(self, state: PlanState) -> None:
         """A gang blocked by something other than its victims means the plan

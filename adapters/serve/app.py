@@ -430,8 +430,15 @@ class Sidecar:
             for key, gp in state.gangs.items()
         }
         out["running"] = sorted(
-            k for k, v in state.built.gangs.items() if self._bound_now(v.gang)
+            [k for k, v in state.built.gangs.items() if self._bound_now(v.gang)]
+            + [
+                w.key
+                for w in state.built.snapshot.running
+                if w.key in state.built.kueue
+            ]
         )
+        out["change"] = state.built.change  # None: the previous plan's stand
+        out["kept"] = sorted(state.built.kept)
         return out
 
     def _bound_now(self, gang: gangmod.Gang) -> bool:

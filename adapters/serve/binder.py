@@ -40,6 +40,7 @@ from placewise.adapters.serve.placement import (
     member_rules,
     refusal,
 )
+from placewise.adapters.serve.preempt import holds_quota
 from placewise.adapters.serve.snapshot import Decoder, GangView, node_of
 from placewise.adapters.serve.solveloop import PlanState
 from placewise.models.cluster import Node
@@ -133,7 +134,7 @@ class Binder:
                     left.append(key)
                 continue
             wl = self.cache.get("Workload", key)
-            if wl is not None and _holds_quota(wl):
+            if wl is not None and holds_quota(wl):
                 left.append(key)
         return left
 
@@ -489,13 +490,3 @@ def _cause(why: str) -> str:
         if cause in why:
             return cause.lower()
     return "error"
-
-
-def _holds_quota(wl: JSON) -> bool:
-    status = wl.get("status") or {}
-    if not status.get("admission"):
-        return False
-    return any(
-        c.get("type") == "QuotaReserved" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )

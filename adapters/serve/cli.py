@@ -354,11 +354,15 @@ def run(args: argparse.Namespace) -> int:
         elif args.kubeconfig:
             kube = Kube.from_kubeconfig(args.kubeconfig, args.context)
         else:
-            from placewise.adapters.emulator import Emulator
+            from placewise.adapters.emulator import Emulator, KueueControllers
 
             # The stand-in's small client pool warns on every burst: noise here.
             logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-            emulator = Emulator(demo_objects(args.demo, args.mode, args.gate)).start()
+            emulator = Emulator(
+                demo_objects(args.demo, args.mode, args.gate),
+                # Kueue mode: evicted Workloads release their quota, as with Kueue.
+                kueue_controllers=KueueControllers() if args.mode == "kueue" else None,
+            ).start()
             kube = Kube(emulator.api_client())
             out = args.kubeconfig_out or str(
                 Path(tempfile.gettempdir()) / "placewise-serve-demo.kubeconfig"

@@ -11,6 +11,16 @@ Workload gets ``QuotaReserved=False`` reason ``Pending`` with the plan's
 reason, as Kueue's ``requeueAndUpdate`` writes it.  Every write is a status
 merge patch conditioned on the resourceVersion read; a 409 re-reads and, if
 the Workload is still pending, retries.
+
+A plan is acted on for a while after it was computed, and it may rely on
+room its preemptions free — including room of victims it credits to another
+preemptor.  So an admission is written only when it fits the cluster as it
+is *now*: its own victims are gone, and together with the admissions written
+before it in this round it passes the validator against a fresh snapshot in
+which every unreleased victim still holds its quota and nodes
+(:func:`fits_now`).  That is what keeps the loop from overcommitting a node
+or a quota, whatever the plan's age; the rest wait, pending, for the next
+round.
 """
 
 from __future__ import annotations
@@ -26,10 +36,12 @@ from placewise.adapters.serve.events import Recorder, rfc3339
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.kube import ApiError, Kube, Resource
 from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.preempt import set_condition
+from placewise.adapters.serve.preempt import holds_quota, set_condition
 from placewise.adapters.serve.solveloop import PlanState
-from placewise.models.plan import PlanAdmission
+from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
 from placewise.models.quantity import format_units
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.kueue")
@@ -107,6 +119,43 @@ def admission_body(adm: PlanAdmission, version: str) -> JSON:
     return {"clusterQueue": adm.cluster_queue, "podSetAssignments": psas}
 
 
+def fits_now(
+    snap: Snapshot, admissions: list[PlanAdmission]
+) -> tuple[list[PlanAdmission], dict[str, str]]:
+    """The admissions (in order) that fit ``snap`` together, and why not the rest.
+
+    The validator judges them all at once, with nothing preempted: room a
+    victim still holds is not free yet.  Each violation names the admissions
+    it involves; the last of them in plan order is held back and the rest is
+    judged again, until the validator has nothing to say.  So it takes one
+    validation when everything fits and a few more when something does not,
+    and what is held back is retried (against the cluster as it is then) in
+    the next round.
+    """
+    pending = {w.key for w in snap.pending}
+    chosen = [a for a in admissions if a.workload in pending]
+    refused: dict[str, str] = {}
+    while chosen:
+        keys = {a.workload for a in chosen}
+        plan = Plan(
+            solver=SolverInfo(name="admission-gate", status="FEASIBLE"),
+            admissions=tuple(chosen),
+            pending=tuple(
+                PlanPending(workload=k, reason="-") for k in sorted(pending - keys)
+            ),
+        )
+        problems = validate(snap, plan)
+        if not problems:
+            break
+        order = {a.workload: i for i, a in enumerate(chosen)}
+        for v in problems:
+            named = [k.strip() for k in v.workload.split(",") if k.strip() in order]
+            last = max(named, key=order.__getitem__) if named else chosen[-1].workload
+            refused.setdefault(last, str(v))
+        chosen = [a for a in chosen if a.workload not in refused]
+    return chosen, refused
+
+
 def _condition(conds: list[JSON], kind: str) -> JSON | None:
     return next((c for c in conds if c.get("type") == kind), None)
 
@@ -148,21 +197,47 @@ class KueueAdmitter:
         self.res = workloads
         self.victims_left = victims_left
         self.leading = leading
+        self._refused: dict[str, str] = {}
+        self._gated: tuple[int, int, tuple[str, ...]] | None = None
+        """Workload -> the last reason the gate gave (logged once)."""
 
-    def act(self, state: PlanState) -> None:
+    def act(self, state: PlanState, current: Callable[[], Snapshot]) -> None:
+        """Write what the plan admits and fits now; ``current`` snapshots the
+        cache (only called when there is something to admit)."""
         victims: dict[str, tuple[str, ...]] = {}
         for p in state.plan.preemptions:
             victims[p.preemptor] = (*victims.get(p.preemptor, ()), p.workload)
+        ready: list[PlanAdmission] = []
         for adm in state.plan.admissions:
             if adm.workload not in state.built.kueue or not self.leading():
                 continue
+            wl = self.cache.get("Workload", adm.workload)
+            if wl is None or holds_quota(wl):
+                continue  # gone, or admitted already (by an earlier round)
             left = self.victims_left(state, victims.get(adm.workload, ()))
             if left:
                 self._pending(
                     adm.workload, f"Pending the preemption of {len(left)} workload(s)"
                 )
             else:
-                self._admit(adm)
+                ready.append(adm)
+        if len(self._refused) > 10000:
+            self._refused.clear()
+        gate = (id(state.plan), self.cache.generation, tuple(a.workload for a in ready))
+        if ready and gate != self._gated:  # same plan, same cluster: same answer
+            fits, refused = fits_now(current(), ready)
+            # Only a round that wrote nothing is remembered: a failed write
+            # is retried on the next tick.
+            self._gated = None if fits else gate
+            for adm in fits:
+                if self.leading():
+                    self._admit(adm)
+            for key, why in refused.items():
+                if self._refused.get(key) != why:
+                    log.info("not admitting %s yet: %s", key, why)
+                self._refused[key] = why
+                if self.leading():
+                    self._pending(key, "Waiting for room the plan expects to be freed")
         for pending in state.plan.pending:
             if pending.workload in state.built.kueue and self.leading():
                 self._pending(pending.workload, pending.reason)

@@ -83,6 +83,22 @@ def set_condition(conditions: list[JSON], cond: JSON) -> list[JSON]:
     return out
 
 
+def holds_quota(wl: JSON) -> bool:
+    """The raw-object form of ``Workload.is_running`` (formats.md §1): an
+    admission, QuotaReserved=True, active and not finished, as Kueue's cache
+    counts usage.  An evicted Workload holds quota until its reservation is
+    cleared."""
+    status = wl.get("status") or {}
+    if not status.get("admission") or (wl.get("spec") or {}).get("active") is False:
+        return False
+    conds = {
+        c.get("type"): c.get("status")
+        for c in status.get("conditions") or []
+        if isinstance(c, dict)
+    }
+    return conds.get("QuotaReserved") == "True" and conds.get("Finished") != "True"
+
+
 class Preemptor:
     def __init__(
         self,
@@ -111,8 +127,25 @@ class Preemptor:
                 continue
             if p.workload in state.built.gangs:
                 self._evict_gang(state, p)
-            elif p.workload in state.built.kueue:
+            elif p.workload in state.built.kueue and self._still_needed(state, p):
                 self._evict_workload(state, p)
+
+    def _still_needed(self, state: PlanState, p: PlanPreemption) -> bool:
+        """Kueue evicts only for a preemptor that is still pending.  A plan is
+        acted on for a while after it was computed: one whose Kueue preemptor
+        has been admitted since (by a newer plan), deleted, finished or
+        deactivated must not evict anything for it."""
+        if p.preemptor not in state.built.kueue:
+            return True  # a gang: its own checks apply
+        wl = self.cache.get("Workload", p.preemptor)
+        if wl is None or holds_quota(wl):
+            return False
+        if (wl.get("spec") or {}).get("active") is False:
+            return False
+        return not any(
+            c.get("type") == "Finished" and c.get("status") == "True"
+            for c in (wl.get("status") or {}).get("conditions") or []
+        )
 
     def _protect(self, key: str, why: str) -> None:
         log.info("victim %s refused (%s); re-planning with other victims", key, why)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -39,6 +40,7 @@ from placewise.adapters.serve.config import (
 )
 from placewise.adapters.serve.gangs import Gang, GangSources
 from placewise.adapters.serve.informer import Cache
+from placewise.adapters.serve.stability import Baseline, Facts, held_back, protect
 from placewise.models.errors import Problem
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 from placewise.models.workload import Workload
@@ -48,7 +50,6 @@ log = logging.getLogger("placewise.serve.snapshot")
 
 DEFAULT = synth.DEFAULT
 KUEUE = synth.KUEUE
-PROTECTED_PRIORITY = 2**31 - 1
 STICKY_TIMESTAMP = "1970-01-01T00:00:00Z"
 GangState = Literal["pending", "running", "partial", "waiting"]
 
@@ -96,6 +97,13 @@ class Built:
     """Kueue Workload objects in the snapshot, by key (raw, for writes)."""
     waiting: dict[str, Gang]
     """Gangs left out of the solve (``waiting_for`` says why)."""
+    facts: Facts | None = None
+    """What this solve read that only the outside world changes."""
+    change: str | None = None
+    """Why this solve may preempt anything policy allows (a change since the
+    previous plan, or the first plan); None: the previous plan's stand."""
+    kept: frozenset[str] = frozenset()
+    """Running workloads this solve may not preempt (nothing changed)."""
 
 
 class Decoder:
@@ -186,6 +194,7 @@ class SnapshotBuilder:
     ) -> None:
         self.cache, self.cfg, self.managed, self.sources = cache, cfg, managed, sources
         self.decoder = Decoder()
+        self._lock = threading.Lock()
         self.protected: dict[str, float] = {}
         """workload key -> monotonic deadline: not preemptible until then."""
         self.evicting: set[str] = set()
@@ -198,7 +207,14 @@ class SnapshotBuilder:
 
     # -- entry point -----------------------------------------------------------
 
-    def build(self, now: float) -> Built:
+    def build(self, now: float, baseline: Baseline | None = None) -> Built:
+        """One snapshot of the cache.  With ``baseline`` (the previous plan) and
+        in kueue mode, running workloads that plan kept are not preemptible
+        unless something changed since (:mod:`.stability`)."""
+        with self._lock:  # the solve loop and the actuator's admission gate
+            return self._build(now, baseline)
+
+    def _build(self, now: float, baseline: Baseline | None) -> Built:
         generation = self.cache.generation
         tables: dict[str, dict[str, Any]] = {t: {} for t in _TABLE_OF_KIND.values()}
         raw_kueue: dict[str, JSON] = {}
@@ -234,8 +250,17 @@ class SnapshotBuilder:
         self._mark_gang_pods(tables, views)
         self._adjust(tables["workloads"], now)
         self.decoder.prune()
+        facts = Facts.of(tables)
+        change, kept = held_back(tables["workloads"], baseline, facts)
+        if self.cfg.mode != "kueue":
+            # Gangs' binds and evictions are pod changes: not enforced there.
+            change, kept = (
+                change or "every plan is free outside kueue mode",
+                frozenset(),
+            )
+        protect(tables["workloads"], kept)
         snap = build_snapshot(Objects(**tables))
-        return Built(snap, generation, views, raw_kueue, waiting)
+        return Built(snap, generation, views, raw_kueue, waiting, facts, change, kept)
 
     # -- gangs -----------------------------------------------------------------
 
@@ -395,9 +420,7 @@ class SnapshotBuilder:
         for key in list(workloads):
             w = workloads[key]
             if key in self.protected and w.is_running:
-                workloads[key] = w.model_copy(
-                    update={"priority": PROTECTED_PRIORITY, "priority_set": True}
-                )
+                workloads[key] = w.model_copy(update={"preemptible": False})
             elif (
                 (key in self.evicting or key in self._terminating)
                 and w.is_running

@@ -6,8 +6,14 @@ solve.  The configured solver runs in a worker thread; if it raises, reports
 NO_SOLUTION or overruns its budget by a margin, the greedy solver answers
 instead (counted in ``placewise_solver_fallbacks_total``).  An overrunning
 optimizer thread cannot be killed, so until it ends further solves use greedy
-rather than piling up threads.  The last good plan serves until the new one
-is published.
+rather than piling up threads.  Every plan is checked by the independent
+validator before it is published; one it rejects is replaced by the greedy
+plan (and, should that fail too, by a plan that changes nothing), so a solver
+bug cannot make the loop overcommit or evict for nothing.  The last good plan
+serves until the new one is published.
+
+A solve is told about the previous published plan (:mod:`.stability`): when
+nothing changed in the cluster since, what that plan kept running stays.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.metrics import Metrics
 from placewise.adapters.serve.placement import GangPlan, Projector, node_usage
 from placewise.adapters.serve.snapshot import Built, SnapshotBuilder, node_of
-from placewise.models.plan import Plan, SolverInfo
+from placewise.adapters.serve.stability import Baseline
+from placewise.models.plan import Plan, PlanPending, SolverInfo
 from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
 from placewise.solver.solve import SolveParams, solve
 
 log = logging.getLogger("placewise.serve.solve")
@@ -109,8 +117,14 @@ class SolveLoop:
         self.builder.sticky = (
             {k for k, g in previous.gangs.items() if g.admitted} if previous else set()
         )
-        built = self.builder.build(started)
-        plan, fallback = self._solve(built.snapshot)
+        baseline = None
+        if previous is not None and previous.built.facts is not None:
+            baseline = Baseline(
+                previous.built.facts,
+                frozenset(p.workload for p in previous.plan.preemptions),
+            )
+        built = self.builder.build(started, baseline)
+        plan, fallback = self._checked(*self._solve(built.snapshot), built.snapshot)
         usage = node_usage(built, lambda key: self._expected_node(key))
         gangs = Projector(built, plan, usage).project()
         members: dict[str, str] = {}
@@ -126,7 +140,7 @@ class SolveLoop:
         )
         self.metrics.gangs_pending.set(len(plan.pending) + len(built.waiting))
         log.info(
-            "plan %d (%s %s, %.3fs): %d admitted, %d preempted, %d pending",
+            "plan %d (%s %s, %.3fs): %d admitted, %d preempted, %d pending; %s",
             self.solves,
             plan.solver.name,
             plan.solver.status,
@@ -134,6 +148,9 @@ class SolveLoop:
             len(plan.admissions),
             len(plan.preemptions),
             len(plan.pending) + len(built.waiting),
+            f"free ({built.change})"
+            if built.change
+            else f"nothing changed: {len(built.kept)} running kept",
         )
         return PlanState(built, plan, gangs, members, time.monotonic(), fallback)
 
@@ -147,6 +164,33 @@ class SolveLoop:
             self.on_plan(state)
 
     # -- solving with fallback ----------------------------------------------------
+
+    def _checked(
+        self, plan: Plan, fallback: str | None, snap: Snapshot
+    ) -> tuple[Plan, str | None]:
+        """The plan if the validator accepts it, else greedy's, else a no-op."""
+        problems = validate(snap, plan)
+        if not problems:
+            return plan, fallback
+        log.warning(
+            "%s plan rejected by the validator (%d violation(s), first: %s)",
+            plan.solver.name,
+            len(problems),
+            problems[0],
+        )
+        if plan.solver.name != "greedy":
+            plan = self._greedy(snap, "invalid")
+            problems = validate(snap, plan)
+            if not problems:
+                return plan, "invalid"
+            log.error("greedy plan rejected too (first: %s)", problems[0])
+        reason = f"no valid plan this round ({problems[0].rule}); retrying on change"
+        pending = tuple(
+            PlanPending(workload=w.key, reason=reason) for w in snap.pending
+        )
+        return Plan(
+            solver=SolverInfo(name="none", status="NO_SOLUTION"), pending=pending
+        ), "invalid"
 
     def _solve(self, snap: Snapshot) -> tuple[Plan, str | None]:
         if not snap.pending:

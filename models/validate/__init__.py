@@ -64,6 +64,7 @@ RULES: dict[str, str] = {
     "capacity.node": "a node over allocatable after the plan",
     "capacity.domain": "a pooled (non-hostname) leaf over allocatable",
     "preemption.policy": "the preemptor's queue policy forbids this victim",
+    "preemption.protected": "a victim the caller marked not preemptible",
     "preemption.scope": "a victim outside the preemptor's cohort tree, in an "
     "inactive queue, or a preemptor that cannot be admitted",
     "preemption.not-borrowing": "a reclaimed queue (or cohort) is within its quota",

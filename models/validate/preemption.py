@@ -61,6 +61,14 @@ class _Checker:
         return self._memo[key]
 
     def one(self, victim: Workload, pre: PlanPreemption) -> list[Violation]:
+        if not victim.preemptible:
+            return [
+                self._v(
+                    "preemption.protected",
+                    victim,
+                    f"is marked not preemptible, yet evicted for {pre.preemptor}",
+                )
+            ]
         snap = self.ctx.snap
         w = self.pending.get(pre.preemptor)
         if w is None:

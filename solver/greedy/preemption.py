@@ -327,6 +327,8 @@ class Preemptor:
             fixed = None
         out = []
         for info in running.values():
+            if not info.preemptible:
+                continue
             if not (info.frs & frs_need) or not satisfies_policy(wl, info, policy):
                 continue
             variant = fixed

@@ -42,6 +42,8 @@ class WlInfo:
     key: str = field(init=False)
     priority: int = field(init=False)
     queue_ts: datetime = field(init=False)
+    preemptible: bool = field(init=False)
+    """False when the caller forbids evicting it (``Workload.preemptible``)."""
     victim_order: tuple[int, float, str] = field(init=False)
     """Kueue's candidate order after its first two keys (§5.2): lowest
     priority, then most recently reserved, then UID."""
@@ -51,6 +53,7 @@ class WlInfo:
         self.key = self.obj.key
         self.priority = self.obj.priority
         self.queue_ts = self.obj.queue_order_timestamp
+        self.preemptible = self.obj.preemptible
         reserved = self.obj.quota_reserved_at
         self.victim_order = (
             self.priority,

@@ -221,8 +221,8 @@ def compile_data(
         for leaf, usage in leaf_usage.items():
             for r, v in usage.items():
                 leaves[leaf].free[r] = leaves[leaf].free.get(r, 0) - v
-        if info.key in (fixed or {}):
-            continue
+        if info.key in (fixed or {}) or not info.preemptible:
+            continue  # holds its usage, but no plan may evict it
         victims.append(VictimData(len(victims), info, leaf_usage))
     data = ModelData(snap, tree, [], [], [], victims, leaves, topos, base, {}, [], {})
     chosen = (

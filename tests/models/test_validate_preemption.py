@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from placewise.models.snapshot import build_snapshot
 from placewise.models.validate import Violation
 from tests.models.validate_builders import (
     admission,
@@ -123,6 +125,28 @@ def test_reclaim_within_cohort_any() -> None:
         victim, pending("default/in", 2, queue="lq-p2"), "InCohortReclamation", filler
     )
     assert v == []
+
+
+def test_victim_marked_not_preemptible() -> None:
+    """A victim the caller protects (the live loop's own decisions) is off
+    limits even where the queue policy would allow it."""
+    victim, filler = borrower(priority=7)
+    snap = load("preempt.yaml", victim, filler, pending("default/in", 2, queue="lq-p2"))
+    objects = snap.objects
+    held = objects.workloads["default/victim"].model_copy(update={"preemptible": False})
+    protected = build_snapshot(
+        dataclasses.replace(
+            objects, workloads={**objects.workloads, "default/victim": held}
+        )
+    )
+    p = plan(
+        pending=["default/in"],
+        preemptions=[("default/victim", "default/in", "InCohortReclamation")],
+    )
+    assert check(snap, p) == []
+    v = check(protected, p)
+    assert rules(v) == ["preemption.protected"]
+    assert "default/in" in v[0].message
 
 
 def test_reclaim_within_cohort_never() -> None:
