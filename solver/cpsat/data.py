@@ -689,9 +689,13 @@ def _have(
     if key not in cache:
         cache[key] = np.asarray(
             [
-                min(
-                    _CLIP,
-                    data.leaves[leaf].free.get(r, 0) + release.get(leaf, {}).get(r, 0),
+                max(  # bound pods beyond int64 leave hugely negative room
+                    -_CLIP,
+                    min(
+                        _CLIP,
+                        data.leaves[leaf].free.get(r, 0)
+                        + release.get(leaf, {}).get(r, 0),
+                    ),
                 )
                 for leaf in data.topos[flavor].leaves
             ],

@@ -14,6 +14,7 @@ import logging
 import time
 
 from placewise.models.plan import Plan
+from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.data import (
     ModelData,
@@ -85,6 +86,18 @@ MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the greedy plan is returned)."""
 
 
+def saturated_running(snapshot: Snapshot) -> bool:
+    """A running workload's usage beyond int64 (saturated, as in Kueue) has
+    no exact place in the model's int64 coefficients: greedy decides."""
+    return any(
+        v > INT64_MAX
+        for w in snapshot.running
+        if w.admission is not None
+        for psa in w.admission.pod_set_assignments
+        for v in psa.resource_usage.values()
+    )
+
+
 def _fallback(greedy: Plan, start: float, why: str) -> Plan:
     log.warning("cpsat: %s; returning the greedy plan", why)
     return fallback(greedy, time.perf_counter() - start)
@@ -97,6 +110,10 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     greedy = outcome_to_plan(snapshot, outcome, "greedy", time.perf_counter() - start)
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(greedy, start, "the greedy warm start used the time limit")
+    if saturated_running(snapshot):
+        return _fallback(
+            greedy, start, "running usage beyond int64 is outside the model"
+        )
     data = _compile(snapshot, greedy)
     budget = params.time_limit - (time.perf_counter() - start)
     if budget < MIN_BUDGET:
