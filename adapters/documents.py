@@ -120,6 +120,9 @@ def documents(
     def fail(line: int | None, message: str) -> None:
         problems.append(Problem(Location(file=path, kind=kind, line=line), message))
 
+    if not text.strip():
+        return  # blank (libyaml refuses a tab even there): an empty stream
+
     is_json = path.endswith(".json")
     if is_json or text.lstrip().startswith(("{", "[")):
         # Not JSON after all: a .yaml file may hold flow-style YAML, and the

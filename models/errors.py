@@ -37,7 +37,7 @@ def describe(value: object, quote: bool = True) -> str:
     return f"a {type(value).__name__}"
 
 
-def _short(text: str, limit: int = 4 * SHOWN) -> str:
+def _short(text: str, limit: int = 600) -> str:
     """Object names and field paths embed input keys: bound them too."""
     return text if len(text) <= limit else text[:limit] + "..."
 

@@ -100,11 +100,10 @@ def run(args: argparse.Namespace) -> int:
     if args.policy:
         raw = load_one(args.policy, "Policy")  # the shared, bounded reader
         try:
-            policy = Policy.from_mapping(raw, args.policy)
+            policy = Policy.from_mapping(raw)
         except ValueError as exc:
-            raise InstanceError(
-                [Problem(Location(file=args.policy), str(exc))]
-            ) from None
+            where = Location(file=args.policy, kind="Policy")
+            raise InstanceError([Problem(where, str(exc))]) from None
     snapshot = load(args.instances)
     with spinner(f"solving with {args.solver}"):
         plan = solve(

@@ -86,16 +86,26 @@ MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the greedy plan is returned)."""
 
 
-def saturated_running(snapshot: Snapshot) -> bool:
-    """A running workload's usage beyond int64 (saturated, as in Kueue) has
-    no exact place in the model's int64 coefficients: greedy decides."""
-    return any(
-        v > INT64_MAX
+def saturated(snapshot: Snapshot) -> bool:
+    """Running usage or a quota beyond int64 (saturated, as in Kueue) has no
+    exact place among the model's int64 coefficients: greedy decides."""
+    groups = [g for q in snapshot.cluster_queues.values() for g in q.resource_groups]
+    groups += [g for c in snapshot.cohorts.values() for g in c.resource_groups]
+    quotas = (
+        v
+        for g in groups
+        for f in g.flavors
+        for r in f.resources
+        for v in (r.nominal, r.borrowing_limit or 0, r.lending_limit or 0)
+    )
+    usage = (
+        v
         for w in snapshot.running
         if w.admission is not None
         for psa in w.admission.pod_set_assignments
         for v in psa.resource_usage.values()
     )
+    return any(v > INT64_MAX for v in quotas) or any(v > INT64_MAX for v in usage)
 
 
 def _fallback(greedy: Plan, start: float, why: str) -> Plan:
@@ -110,10 +120,9 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     greedy = outcome_to_plan(snapshot, outcome, "greedy", time.perf_counter() - start)
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(greedy, start, "the greedy warm start used the time limit")
-    if saturated_running(snapshot):
-        return _fallback(
-            greedy, start, "running usage beyond int64 is outside the model"
-        )
+    if saturated(snapshot):
+        why = "running usage or quota beyond int64 is outside the model"
+        return _fallback(greedy, start, why)
     data = _compile(snapshot, greedy)
     budget = params.time_limit - (time.perf_counter() - start)
     if budget < MIN_BUDGET:
