@@ -110,14 +110,13 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
     cur: Any = None
     key: Any = _NO_KEY
     line = 1
-    written = 0
-    expanded = 0
+    written = 0  # nodes in the text
+    extra = 0  # nodes aliases add beyond their own
     while True:
         ev: Any = get()
         kind = type(ev)
         if kind is ScalarEvent:
             written += 1
-            expanded += 1
             raw: str = ev.value
             value: Any = raw
             if typed:
@@ -130,7 +129,6 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
             if len(stack) >= MAX_DEPTH:
                 _fail(LimitError, f"nested deeper than {MAX_DEPTH}", ev.start_mark)
             written += 1
-            expanded += 1
             new: Any = {} if kind is MappingStartEvent else []
             if ev.anchor:
                 anchors[ev.anchor] = (_OPEN, 0, "")
@@ -144,14 +142,14 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
                 cur[key] = new
             elif cur is not None:
                 cur.append(new)
-            stack.append((cur, key, expanded, ev.anchor))
+            stack.append((cur, key, written + extra, ev.anchor))
             cur, key = new, _NO_KEY
             continue
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
             done = cur
             cur, key, start, anchor = stack.pop()
             if anchor:
-                anchors[anchor] = (done, expanded - start + 1, "")
+                anchors[anchor] = (done, written + extra - start + 1, "")
             if cur is None:
                 yield done, line
             else:
@@ -164,8 +162,8 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
             if value is _OPEN:
                 _fail(LimitError, "recursive alias", ev.start_mark)
             written += 1
-            expanded += size
-            if expanded - written > ALIAS_BUDGET + ALIAS_RATIO * written:
+            extra += size - 1
+            if extra > ALIAS_BUDGET + ALIAS_RATIO * written:
                 _fail(LimitError, "aliases expand too much", ev.start_mark)
         elif kind is DocumentStartEvent:
             line = ev.start_mark.line + (2 if ev.explicit else 1)
