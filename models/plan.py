@@ -286,8 +286,8 @@ def _psa_from_dict(rd: _Reader, raw: object, where: str) -> PodSetAssignment:
         for k, raw_d in enumerate(rd.seq(raw_ta.get("domains"), f"{where}.domains")):
             d = rd.mapping(raw_d, f"{where}.domains[{k}]")
             vpath = f"{where}.domains[{k}].values"
-            values = tuple(
-                rd.string(v, f"{vpath}[{i}]")
+            values = tuple(  # node label values: a string, possibly empty
+                rd.text(v, f"{vpath}[{i}]") if v is not None else rd.string(v, vpath)
                 for i, v in enumerate(rd.seq(d.get("values"), vpath))
             )
             domains.append(

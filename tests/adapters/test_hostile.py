@@ -20,6 +20,7 @@ from placewise.adapters import yaml_fast
 from placewise.adapters.cli import main
 from placewise.adapters.loader import load_snapshot, snapshot_from_text
 from placewise.models.errors import InstanceError, Location, describe
+from placewise.models.plan import plan_from_dict
 from placewise.models.validate import validate
 from placewise.solver.solve import SolveParams, solve
 
@@ -226,3 +227,21 @@ def test_messages_never_print_arbitrary_values() -> None:
     assert describe({"a": [1] * 10**6}) == "a mapping of 1 key(s)"
     long = Location(file="f", kind="Node", name="n" * 10_000, field="x" * 10_000)
     assert len(str(long)) < 1300  # 600 characters each for object and field
+
+
+def test_plan_domain_values_may_be_empty_label_values() -> None:
+    """A node label value may be "" in Kubernetes; a plan naming such a
+    domain must read back (found by fuzzing: solve wrote what validate refused)."""
+    psa = {"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "1"}}
+    psa |= {"count": 1, "topologyAssignment": {"levels": ["rack"]}}
+    psa["topologyAssignment"]["domains"] = [{"values": [""], "count": 1}]
+    doc = {"apiVersion": "placewise.io/v1alpha1", "kind": "Plan"}
+    doc |= {"solver": {"name": "greedy", "status": "FEASIBLE"}}
+    doc["admissions"] = [{"workload": "a/w", "clusterQueue": "cq"}]
+    doc["admissions"][0]["podSetAssignments"] = [psa]
+    plan = plan_from_dict(doc)
+    ta = plan.admissions[0].pod_set_assignments[0].topology_assignment
+    assert ta is not None and ta.domains[0].values == ("",)
+    psa["topologyAssignment"]["domains"][0]["values"] = [None]
+    with pytest.raises(InstanceError, match="domains"):
+        plan_from_dict(doc)
