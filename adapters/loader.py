@@ -8,17 +8,12 @@ Several files merge into one snapshot.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from placewise.adapters import yaml_fast
 from placewise.adapters.convert.context import Ctx
 from placewise.adapters.convert.core import decode_namespace, decode_node, decode_pod
 from placewise.adapters.convert.kueue import (
@@ -30,7 +25,8 @@ from placewise.adapters.convert.kueue import (
     decode_topology,
 )
 from placewise.adapters.convert.workload import decode_workload
-from placewise.models.errors import InstanceError, Location, Problem
+from placewise.adapters.documents import documents, objects, read_text
+from placewise.models.errors import InstanceError, Location, Problem, describe
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 
 KUEUE = "kueue.x-k8s.io"
@@ -59,97 +55,64 @@ class RawObject:
     line: int | None
 
 
-def _documents(
-    path: str, text: str, problems: list[Problem]
-) -> Iterator[tuple[Any, int]]:
-    stripped = text.lstrip()
-    if path.endswith(".json") or stripped.startswith(("{", "[")):
-        try:
-            yield json.loads(text), 1
-            return
-        except json.JSONDecodeError as exc:
-            if path.endswith(".json"):
-                problems.append(
-                    Problem(
-                        Location(file=path, line=exc.lineno),
-                        f"JSON syntax error: {exc.msg}",
-                    )
-                )
-                return
-    try:
-        yield from yaml_fast.documents(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problems.append(
-            Problem(
-                Location(file=path, line=mark.line + 1 if mark is not None else None),
-                f"YAML syntax error: {exc.problem or exc}",
-            )
-        )
-    except yaml.YAMLError as exc:
-        problems.append(Problem(Location(file=path), f"YAML error: {exc}"))
-
-
 def snapshot_from_text(text: str, source: str = "<text>") -> Snapshot:
     """Load one YAML/JSON document stream held in memory (tests, the API)."""
     problems: list[Problem] = []
-    raws: list[RawObject] = []
-    for doc, line in _documents(source, text, problems):
-        items = (
-            doc["items"]
-            if isinstance(doc, Mapping) and isinstance(doc.get("items"), list)
-            else [doc]
-        )
-        raws.extend(RawObject(item, source, line) for item in items)
-    objects, warnings = decode_objects(raws, problems)
+    raws = [
+        RawObject(item, source, line)
+        for doc, line in documents(source, text, problems)
+        for item in objects(source, doc, line, problems)
+    ]
+    objs, warnings = decode_objects(raws, problems)
     if problems:
         raise InstanceError(problems)
-    return build_snapshot(objects, warnings)
+    return build_snapshot(objs, warnings)
 
 
-def read_objects(paths: Iterable[str | Path]) -> tuple[list[RawObject], list[Problem]]:
-    """Every Kubernetes object in the files, with ``List`` wrappers unwrapped."""
+def read_objects(
+    paths: Iterable[str | Path],
+) -> tuple[list[RawObject], list[Problem], list[Problem]]:
+    """Every Kubernetes object in the files, with ``List`` wrappers unwrapped.
+
+    Returns (objects, problems, warnings).  A file without a single
+    document is almost certainly a failed dump or a wrong path: a warning
+    naming it, or an error when no file holds anything.
+    """
     problems: list[Problem] = []
     out: list[RawObject] = []
+    empty: list[str] = []
+    seen = 0
     for p in paths:
         path = str(p)
-        try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        except OSError as exc:
-            problems.append(
-                Problem(Location(file=path), f"cannot read: {exc.strerror}")
-            )
+        text = read_text(path, problems)
+        if text is None:
             continue
-        for doc, line in _documents(path, text, problems):
-            items = [doc]
-            if isinstance(doc, list):
-                items = doc
-            elif (
-                isinstance(doc, Mapping)
-                and isinstance(doc.get("items"), list)
-                and (str(doc.get("kind", "")).endswith("List"))
-            ):
-                items = doc["items"]
-            for item in items:
-                if not isinstance(item, Mapping):
-                    problems.append(
-                        Problem(
-                            Location(file=path, line=line),
-                            "expected a Kubernetes object (a mapping)",
-                        )
-                    )
-                    continue
-                out.append(RawObject(item, path, line))
-    return out, problems
+        docs, before = 0, len(problems)
+        for doc, line in documents(path, text, problems):
+            docs += 1
+            out.extend(
+                RawObject(item, path, line)
+                for item in objects(path, doc, line, problems)
+            )
+        if docs == 0 and len(problems) == before:
+            empty.append(path)
+        seen += 1
+    notes = [
+        Problem(Location(file=path), "holds no Kubernetes objects (an empty stream)")
+        for path in empty
+    ]
+    if notes and len(empty) == seen:
+        return out, problems + notes, []
+    return out, problems, notes
 
 
 def load_snapshot(paths: Iterable[str | Path]) -> Snapshot:
     """Load instance files; raises :class:`InstanceError` listing every problem."""
-    raws, problems = read_objects(paths)
-    objects, warnings = decode_objects(raws, problems)
+    raws, problems, notes = read_objects(paths)
+    objs, warnings = decode_objects(raws, problems)
     if problems:
         raise InstanceError(problems)
-    return build_snapshot(objects, warnings)
+    return build_snapshot(objs, notes + warnings)
 
 
 def decode_objects(
@@ -175,34 +138,30 @@ def decode_objects(
     unknown: Counter[str] = Counter()
     warnings: list[Problem] = []
     for raw in raws:
-        obj = raw.obj
-        api_version = str(obj.get("apiVersion", ""))
-        kind = str(obj.get("kind", ""))
+        ident = _identity(raw, problems)
+        if ident is None:
+            continue
+        ctx, api_version, kind = ident
         group, _, version = api_version.rpartition("/")
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-        assert isinstance(meta, Mapping)
-        name = str(meta.get("name") or "")
-        namespace = str(meta.get("namespace") or "") if kind in NAMESPACED else ""
-        if kind in NAMESPACED and not namespace:
-            namespace = "default"
-        ctx = Ctx(problems, raw.file, kind or "<no kind>", namespace, name, raw.line)
+        namespace, name = ctx.namespace, ctx.name
         if (group, kind) not in SUPPORTED:
             if not kind or not api_version:
                 ctx.error("kind" if not kind else "apiVersion", "missing")
             else:
-                unknown[f"{kind} ({api_version})"] += 1
+                unknown[describe(f"{kind} ({api_version})", quote=False)] += 1
             continue
         if version not in SUPPORTED[(group, kind)]:
             ctx.error(
                 "apiVersion",
-                f"unsupported apiVersion {api_version} for {kind} "
+                f"unsupported apiVersion {describe(api_version, quote=False)} "
+                f"for {kind} "
                 f"(supported: {', '.join(SUPPORTED[(group, kind)])})",
             )
             continue
         if not name:
             ctx.error("metadata.name", "missing")
             continue
-        table, value = _decode(ctx, obj, kind, version)
+        table, value = _decode(ctx, raw.obj, kind, version)
         if value is None:
             continue
         key = f"{namespace}/{name}" if namespace else name
@@ -218,6 +177,36 @@ def decode_objects(
             Problem(Location(), f"ignored objects of unrecognised kinds: {kinds}")
         )
     return Objects(**tables), warnings
+
+
+MAX_NAME = 253
+"""Longest object name or namespace Kubernetes accepts (a DNS subdomain)."""
+
+
+def _identity(raw: RawObject, problems: list[Problem]) -> tuple[Ctx, str, str] | None:
+    """(context, apiVersion, kind) of an object whose identity fields are
+    strings; None after recording why not (nothing else of it is read)."""
+    obj = raw.obj
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    ctx = Ctx(problems, raw.file, "<no kind>", "", "", raw.line)
+    before = len(problems)
+    kind = ctx.text(obj.get("kind"), "kind") or ""
+    ctx.kind = kind or ctx.kind
+    api_version = ctx.text(obj.get("apiVersion"), "apiVersion") or ""
+    ctx.name = name = ctx.text(meta.get("name"), "metadata.name") or ""
+    if kind in NAMESPACED:
+        ns = ctx.text(meta.get("namespace"), "metadata.namespace")
+        ctx.namespace = ns or "default"
+    for field, value in (
+        ("metadata.name", name),
+        ("metadata.namespace", ctx.namespace),
+    ):
+        if len(value) > MAX_NAME:
+            ctx.error(field, f"longer than {MAX_NAME} characters")
+    if before != len(problems):
+        return None
+    return ctx, api_version, kind
 
 
 def _decode(

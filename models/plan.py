@@ -7,10 +7,11 @@ and test speaks exactly the same format.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from placewise.models.errors import InstanceError, Location, Problem
+from placewise.models.errors import InstanceError, Location, Problem, describe
 from placewise.models.quantity import QuantityError, format_units, to_units
 from placewise.models.scheduling import Frozen
 from placewise.models.workload import (
@@ -165,14 +166,39 @@ class _Reader:
     def string(self, value: object, where: str) -> str:
         if isinstance(value, str) and value:
             return value
-        self.fail(where, "expected a non-empty string")
+        self.fail(where, f"expected a non-empty string, got {describe(value)}")
+        return ""
+
+    def text(self, value: object, where: str) -> str:
+        """Optional free text: a string or nothing, never a ``str()``-ed tree."""
+        if value is None or isinstance(value, str):
+            return value or ""
+        self.fail(where, f"expected a string, got {describe(value)}")
         return ""
 
     def integer(self, value: object, where: str) -> int:
+        """A count: what Kubernetes can hold (int32), never negative."""
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        self.fail(where, f"expected an integer, got {value!r}")
+            if 0 <= value < 2**31:
+                return value
+            self.fail(where, f"must be in [0, 2^31), got {describe(value)}")
+            return 0
+        self.fail(where, f"expected an integer, got {describe(value)}")
         return 0
+
+    def number(self, value: object, where: str) -> float | None:
+        """An optional finite number (objective, bound, wallSeconds)."""
+        if value is None:
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:
+                number = math.inf
+            if math.isfinite(number):
+                return number
+        self.fail(where, f"expected a finite number, got {describe(value)}")
+        return None
 
 
 def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
@@ -184,15 +210,15 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
     solver_doc = rd.mapping(doc.get("solver", {}), "solver")
     status = solver_doc.get("status", "FEASIBLE")
     if status not in ("OPTIMAL", "FEASIBLE", "FALLBACK", "NO_SOLUTION"):
-        rd.fail("solver.status", f"unknown status {status!r}")
+        rd.fail("solver.status", f"unknown status {describe(status)}")
         status = "FEASIBLE"
-    wall = solver_doc.get("wallSeconds", 0.0)
     solver = SolverInfo(
-        name=str(solver_doc.get("name", "")),
+        name=rd.text(solver_doc.get("name"), "solver.name"),
         status=status,
-        wall_seconds=float(wall) if isinstance(wall, int | float) else 0.0,
-        objective=solver_doc.get("objective"),
-        bound=solver_doc.get("bound"),
+        wall_seconds=rd.number(solver_doc.get("wallSeconds"), "solver.wallSeconds")
+        or 0.0,
+        objective=rd.number(solver_doc.get("objective"), "solver.objective"),
+        bound=rd.number(solver_doc.get("bound"), "solver.bound"),
         tiers=_tiers(rd, solver_doc.get("tiers")),
     )
     admissions = []
@@ -225,7 +251,7 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
         pre = rd.mapping(raw, where)
         reason = pre.get("reason")
         if reason not in reasons:
-            rd.fail(f"{where}.reason", f"unknown preemption reason {reason!r}")
+            rd.fail(f"{where}.reason", f"unknown preemption reason {describe(reason)}")
             reason = "InClusterQueue"
         preemptions.append(
             PlanPreemption(
@@ -241,7 +267,7 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
         pending.append(
             PlanPending(
                 workload=rd.string(pen.get("workload"), f"{where}.workload"),
-                reason=str(pen.get("reason", "")),
+                reason=rd.text(pen.get("reason"), f"{where}.reason"),
             )
         )
     if rd.problems:
@@ -260,9 +286,18 @@ def _tiers(rd: _Reader, raw: object) -> tuple[TierResult, ...]:
         where = f"solver.tiers[{i}]"
         tier = rd.mapping(item, where)
         bound = tier.get("bound")
+        priority = tier.get("priority")
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            rd.fail(
+                f"{where}.priority", f"expected an integer, got {describe(priority)}"
+            )
+            priority = 0
+        elif not -(2**31) <= priority < 2**31:
+            rd.fail(f"{where}.priority", "must be an int32 priority")
+            priority = 0
         out.append(
             TierResult(
-                priority=rd.integer(tier.get("priority"), f"{where}.priority"),
+                priority=priority,
                 gpus=rd.integer(tier.get("gpus"), f"{where}.gpus"),
                 bound=None if bound is None else rd.integer(bound, f"{where}.bound"),
             )
@@ -273,7 +308,7 @@ def _tiers(rd: _Reader, raw: object) -> tuple[TierResult, ...]:
 def _psa_from_dict(rd: _Reader, raw: object, where: str) -> PodSetAssignment:
     psa = rd.mapping(raw, where)
     flavors = {
-        str(k): str(v)
+        str(k): rd.string(v, f"{where}.flavors.{k}")
         for k, v in rd.mapping(psa.get("flavors", {}), f"{where}.flavors").items()
     }
     usage = {}
@@ -287,11 +322,18 @@ def _psa_from_dict(rd: _Reader, raw: object, where: str) -> PodSetAssignment:
     ta = None
     if psa.get("topologyAssignment") is not None:
         raw_ta = rd.mapping(psa["topologyAssignment"], f"{where}.topologyAssignment")
-        levels = tuple(str(x) for x in rd.seq(raw_ta.get("levels"), f"{where}.levels"))
+        levels = tuple(
+            rd.string(x, f"{where}.levels[{i}]")
+            for i, x in enumerate(rd.seq(raw_ta.get("levels"), f"{where}.levels"))
+        )
         domains = []
         for k, raw_d in enumerate(rd.seq(raw_ta.get("domains"), f"{where}.domains")):
             d = rd.mapping(raw_d, f"{where}.domains[{k}]")
-            values = tuple(str(v) for v in rd.seq(d.get("values"), f"{where}.values"))
+            vpath = f"{where}.domains[{k}].values"
+            values = tuple(  # node label values: a string, possibly empty
+                rd.text(v, f"{vpath}[{i}]") if v is not None else rd.string(v, vpath)
+                for i, v in enumerate(rd.seq(d.get("values"), vpath))
+            )
             domains.append(
                 TopologyDomain(
                     values=values,

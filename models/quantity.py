@@ -15,6 +15,8 @@ import math
 import re
 from fractions import Fraction
 
+from placewise.models.errors import describe
+
 INT64_MAX = 2**63 - 1
 UNLIMITED = 1 << 96
 """Stand-in for Kueue's "Unlimited": far above any sum of int64 values."""
@@ -34,8 +36,14 @@ _DECIMAL = {
 }
 _QUANTITY = re.compile(
     r"^(?P<sign>[+-]?)(?P<num>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$"
+    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$",
+    re.ASCII,
 )
+
+MAX_LENGTH = 128
+"""Longest quantity text parsed.  The digits of anything longer only decide
+how far beyond int64 it saturates, and an unbounded string would feed
+arbitrarily long integers (or Python's 4300-digit limit) to the parser."""
 
 MILLI_RESOURCES = frozenset({"cpu"})
 """Resources counted in milli-units, as Kueue's ``ResourceValue`` does."""
@@ -56,16 +64,23 @@ def parse_fraction(value: object) -> Fraction:
             raise QuantityError(f"quantity {value!r} is not finite")
         value = repr(value)
     if not isinstance(value, str):
-        raise QuantityError(f"quantity must be a string or number, not {value!r}")
+        raise QuantityError(
+            f"quantity must be a string or number, not {describe(value)}"
+        )
+    if len(value) > MAX_LENGTH:
+        raise QuantityError(
+            f"{describe(value)} is not a valid quantity "
+            f"(longer than {MAX_LENGTH} characters)"
+        )
     text = value.strip()
     m = _QUANTITY.match(text)
     if m is None:
-        raise QuantityError(f"{value!r} is not a valid quantity")
+        raise QuantityError(f"{describe(value)} is not a valid quantity")
     number = Fraction(m.group("num"))
     if m.group("exp"):
         exp = int(m.group("exp")[1:])
         if abs(exp) > 400:
-            raise QuantityError(f"{value!r}: exponent out of range")
+            raise QuantityError(f"{describe(value)}: exponent out of range")
         number *= Fraction(10) ** exp
     else:
         suffix = m.group("suffix") or ""
@@ -80,7 +95,9 @@ def to_units(resource: str, value: object) -> int:
     (Kubernetes' ``MilliValue``/``Value``); beyond int64 saturates.
     """
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise QuantityError(f"quantity must be a string or number, not {value!r}")
+        raise QuantityError(
+            f"quantity must be a string or number, not {describe(value)}"
+        )
     return _to_units(resource in MILLI_RESOURCES, value)
 
 

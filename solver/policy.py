@@ -49,18 +49,39 @@ class Policy:
 
     @staticmethod
     def from_file(path: str | Path) -> Policy:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: a policy file is a YAML mapping")
+        return Policy.from_mapping(yaml.safe_load(Path(path).read_text()), str(path))
+
+    @staticmethod
+    def from_mapping(raw: object, source: str = "") -> Policy:
+        """Every field checked: the weights built from a policy must stay
+        small integers, and a wrong type would only fail deep in the model."""
+        raw = {} if raw is None else raw
+        at = f"{source}: " if source else ""
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"{at}a policy file is a YAML mapping")
         known = {f.name for f in fields(Policy)}
-        unknown = set(raw) - known
+        unknown = sorted(str(k)[:80] for k in set(raw) - known)
         if unknown:
-            raise ValueError(f"{path}: unknown policy keys {sorted(unknown)}")
-        if raw.get("objective", "tiers") not in ("tiers", "gpus"):
-            raise ValueError(f"{path}: objective must be 'tiers' or 'gpus'")
-        if "accelerators" in raw:
-            raw["accelerators"] = tuple(raw["accelerators"])
-        return Policy(**raw)
+            raise ValueError(f"{at}unknown policy keys {unknown}")
+        values = dict(raw)
+        if values.get("objective", "tiers") not in ("tiers", "gpus"):
+            raise ValueError(f"{at}objective must be 'tiers' or 'gpus'")
+        acc = values.get("accelerators", ())
+        if not isinstance(acc, list | tuple) or not all(
+            isinstance(a, str) for a in acc
+        ):
+            raise ValueError(f"{at}accelerators must be a list of resource names")
+        if "accelerators" in values:
+            values["accelerators"] = tuple(acc)
+        scale = values.get("demand_scale", 1)
+        if isinstance(scale, bool) or not isinstance(scale, int):
+            raise ValueError(f"{at}demand_scale must be an integer")
+        if not 1 <= scale <= 10**6:
+            raise ValueError(f"{at}demand_scale must be in [1, 10^6]")
+        for name in ("preemption", "topology", "fragmentation", "borrowing"):
+            if not isinstance(values.get(name, True), bool):
+                raise ValueError(f"{at}{name} must be true or false")
+        return Policy(**values)
 
 
 def capacity(snapshot: Snapshot) -> dict[str, int]:

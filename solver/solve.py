@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
 
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.policy import Policy
+
+log = logging.getLogger("placewise")
 
 SOLVERS = ("auto", "cpsat", "greedy", "kube-default", "binpack-gang")
 """Solvers this build offers; the CLI's ``--solver`` choices come from here."""
@@ -39,16 +43,20 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     if params.solver in ("cpsat", "auto"):
         from placewise.solver.cpsat import CpSatParams, solve_cpsat
 
-        return solve_cpsat(
-            snapshot,
-            CpSatParams(
-                time_limit=params.time_limit,
-                workers=params.workers,
-                seed=params.seed,
-                deterministic_time=params.deterministic_time,
-                policy=params.policy,
-            ),
+        start = time.perf_counter()
+        cpsat = CpSatParams(
+            time_limit=params.time_limit,
+            workers=params.workers,
+            seed=params.seed,
+            deterministic_time=params.deterministic_time,
+            policy=params.policy,
         )
+        if params.solver == "cpsat":
+            return solve_cpsat(snapshot, cpsat)
+        try:
+            return solve_cpsat(snapshot, cpsat)
+        except Exception as exc:  # auto's promise: greedy instead of a failure
+            return _greedy_fallback(snapshot, exc, start)
     if params.solver == "kube-default":
         from placewise.solver.baselines import solve_kube_default
 
@@ -58,3 +66,19 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
 
         return solve_binpack_gang(snapshot, params.seed)
     raise ValueError(f"unknown solver {params.solver!r}; choose from {SOLVERS}")
+
+
+def _greedy_fallback(snapshot: Snapshot, exc: Exception, start: float) -> Plan:
+    """``auto`` never fails where greedy would not: an optimizer error (a
+    bug, or an input the model cannot express) costs optimality, not the plan.
+    """
+    from placewise.solver.cpsat.plan_io import fallback
+    from placewise.solver.greedy import solve_greedy
+
+    log.warning(
+        "the optimizer failed (%s: %s); returning the greedy plan",
+        type(exc).__name__,
+        str(exc)[:200],
+    )
+    greedy = solve_greedy(snapshot)  # what cpsat warm-starts from
+    return fallback(greedy, time.perf_counter() - start)

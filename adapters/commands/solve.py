@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 
-import yaml
-
 from placewise.adapters import output
 from placewise.adapters.commands.common import (
     load,
@@ -14,6 +12,7 @@ from placewise.adapters.commands.common import (
     positive_int,
     spinner,
 )
+from placewise.adapters.documents import load_one
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.solver.policy import Policy
 from placewise.solver.solve import SOLVERS, SolveParams, solve
@@ -99,12 +98,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     policy = Policy()
     if args.policy:
+        raw = load_one(args.policy, "Policy")  # the shared, bounded reader
         try:
-            policy = Policy.from_file(args.policy)
-        except (OSError, ValueError, TypeError, yaml.YAMLError) as exc:
-            raise InstanceError(
-                [Problem(Location(file=args.policy), str(exc))]
-            ) from None
+            policy = Policy.from_mapping(raw)
+        except ValueError as exc:
+            where = Location(file=args.policy, kind="Policy")
+            raise InstanceError([Problem(where, str(exc))]) from None
     snapshot = load(args.instances)
     with spinner(f"solving with {args.solver}"):
         plan = solve(

@@ -10,20 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from placewise.adapters.commands.common import load
-from placewise.models.errors import InstanceError, Location, Problem
+from placewise.adapters.documents import load_one
 from placewise.models.plan import Plan, plan_from_dict
 from placewise.models.validate import Violation, validate
-
-try:
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml is a hard expectation
-    _Loader = yaml.SafeLoader
 
 
 def register(subparsers: Any) -> None:
@@ -60,34 +52,7 @@ def register(subparsers: Any) -> None:
 
 def read_plan(path: str) -> Plan:
     """Parse a plan file; every problem becomes an InstanceError (exit 2)."""
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    except OSError as exc:
-        raise InstanceError(
-            [Problem(Location(file=path, kind="Plan"), f"cannot read: {exc.strerror}")]
-        ) from exc
-    try:
-        data = yaml.load(text, Loader=_Loader)  # JSON is a subset of YAML
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise InstanceError(
-            [
-                Problem(
-                    Location(file=path, kind="Plan", line=line),
-                    f"syntax error: {exc.problem or exc}",
-                )
-            ]
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise InstanceError(
-            [Problem(Location(file=path, kind="Plan"), f"syntax error: {exc}")]
-        ) from exc
-    if data is None:
-        raise InstanceError(
-            [Problem(Location(file=path, kind="Plan"), "the file holds no plan")]
-        )
-    return plan_from_dict(data, path)
+    return plan_from_dict(load_one(path, "Plan"), path)
 
 
 def run(args: argparse.Namespace) -> int:

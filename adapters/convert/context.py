@@ -7,14 +7,18 @@ problem: the user gets the whole list at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from placewise.models.errors import Location, Problem
+from placewise.models.errors import Location, Problem, describe
 from placewise.models.quantity import QuantityError, to_units
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+INT32 = (-(2**31), 2**31 - 1)
+"""Every integer field placewise reads is an int32 in the Kubernetes API."""
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
 
 
 class Ctx:
@@ -71,16 +75,27 @@ class Ctx:
             return []
         return value
 
+    def text(self, value: object, path: str) -> str | None:
+        """The one scalar check for strings: names, labels, annotations, keys.
+
+        A mapping or list where Kubernetes has a string is a located error,
+        never ``str()``-ed: that would hide the mistake, and a nested or
+        alias-expanded value can print gigabytes.  Numbers are accepted as
+        their text (YAML leaves them unquoted); booleans are not, as the
+        API server would refuse them too.
+        """
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        self.error(path, f"expected a string, got {describe(value)}")
+        return None
+
     def string(
         self, obj: Mapping[str, Any], key: str, path: str, default: str | None = None
     ) -> str | None:
-        value = obj.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            self.error(path, f"expected a string, got {type(value).__name__}")
-            return default
-        return str(value)
+        value = self.text(obj.get(key), path)
+        return default if value is None else value
 
     def integer(
         self,
@@ -93,14 +108,15 @@ class Ctx:
         value = obj.get(key)
         if value is None:
             return default
+        if isinstance(value, str) and _INTEGER.fullmatch(value):
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, str) and value.lstrip("-").isdigit():
-                value = int(value)
-            else:
-                self.error(path, f"expected an integer, got {value!r}")
-                return default
-        if minimum is not None and value < minimum:
-            self.error(path, f"must be >= {minimum}, got {value}")
+            self.error(path, f"expected an integer, got {describe(value)}")
+            return default
+        low = INT32[0] if minimum is None else max(minimum, INT32[0])
+        if value < low or value > INT32[1]:
+            bound = f">= {low}" if value < low else f"<= {INT32[1]} (int32)"
+            self.error(path, f"must be {bound}, got {describe(value)}")
             return default
         return value
 
@@ -114,7 +130,7 @@ class Ctx:
             return value
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true"
-        self.error(path, f"expected a boolean, got {value!r}")
+        self.error(path, f"expected a boolean, got {describe(value)}")
         return default
 
     def quantity(
@@ -126,16 +142,17 @@ class Ctx:
             self.error(path, str(exc))
             return None
         if units < 0 and not allow_negative:
-            self.error(path, f"quantity must not be negative, got {value!r}")
+            self.error(path, f"quantity must not be negative, got {describe(value)}")
             return None
         return units
 
     def resources(self, obj: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
         out: dict[str, int] = {}
         for r, q in self.mapping(obj, key, path).items():
-            units = self.quantity(str(r), q, f"{path}.{r}")
+            r = str(r)  # mapping keys are text (yaml_fast, JSON)
+            units = self.quantity(r, q, f"{path}.{r}")
             if units is not None:
-                out[str(r)] = units
+                out[r] = units
         return out
 
     def timestamp(self, value: object, path: str) -> datetime | None:
@@ -144,11 +161,11 @@ class Ctx:
         if isinstance(value, datetime):
             return value if value.tzinfo else value.replace(tzinfo=UTC)
         if not isinstance(value, str):
-            self.error(path, f"expected an RFC 3339 timestamp, got {value!r}")
+            self.error(path, f"expected an RFC 3339 timestamp, got {describe(value)}")
             return None
         try:
             ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            self.error(path, f"{value!r} is not an RFC 3339 timestamp")
+            self.error(path, f"{describe(value)} is not an RFC 3339 timestamp")
             return None
         return ts if ts.tzinfo else ts.replace(tzinfo=UTC)

@@ -7,6 +7,7 @@ from typing import Any
 
 from placewise.adapters.convert.context import Ctx
 from placewise.models.cluster import Namespace, Node, Pod
+from placewise.models.errors import describe
 from placewise.models.scheduling import (
     LabelSelector,
     NodeSelectorTerm,
@@ -28,7 +29,13 @@ _NODE_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
 def string_map(ctx: Ctx, obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
-    return {str(k): str(v) for k, v in ctx.mapping(obj, key, path).items()}
+    """Labels, annotations, selectors: every value a string (see Ctx.text)."""
+    out = {}
+    for k, v in ctx.mapping(obj, key, path).items():
+        text = ctx.text(v, f"{path}.{k}")
+        if text is not None or v is None:
+            out[str(k)] = text or ""
+    return out
 
 
 def taints(ctx: Ctx, raw: list[Any], path: str) -> tuple[Taint, ...]:
@@ -38,13 +45,15 @@ def taints(ctx: Ctx, raw: list[Any], path: str) -> tuple[Taint, ...]:
         if not isinstance(t, Mapping) or not t.get("key"):
             ctx.error(where, "a taint needs a key")
             continue
-        effect = str(t.get("effect", ""))
-        if effect not in _EFFECTS:
-            ctx.error(f"{where}.effect", f"unknown taint effect {effect!r}")
+        key = ctx.string(t, "key", f"{where}.key")
+        value = ctx.string(t, "value", f"{where}.value", "")
+        effect = ctx.string(t, "effect", f"{where}.effect", "")
+        if key is None or value is None or effect is None:
             continue
-        out.append(
-            Taint(key=str(t["key"]), value=str(t.get("value") or ""), effect=effect)
-        )
+        if effect not in _EFFECTS:
+            ctx.error(f"{where}.effect", f"unknown taint effect {describe(effect)}")
+            continue
+        out.append(Taint(key=key, value=value, effect=effect))
     return tuple(out)
 
 
@@ -55,18 +64,20 @@ def tolerations(ctx: Ctx, raw: list[Any], path: str) -> tuple[Toleration, ...]:
         if not isinstance(t, Mapping):
             ctx.error(where, "expected a mapping")
             continue
-        op = str(t.get("operator") or "Equal")
-        if op not in ("Exists", "Equal"):
-            ctx.error(f"{where}.operator", f"unknown toleration operator {op!r}")
+        fields = [
+            ctx.string(t, name, f"{where}.{name}", "")
+            for name in ("key", "operator", "value", "effect")
+        ]
+        key, op, value, effect = fields
+        if key is None or op is None or value is None or effect is None:
             continue
-        out.append(
-            Toleration(
-                key=str(t.get("key") or ""),
-                operator=op,
-                value=str(t.get("value") or ""),
-                effect=str(t.get("effect") or ""),
+        op = op or "Equal"
+        if op not in ("Exists", "Equal"):
+            ctx.error(
+                f"{where}.operator", f"unknown toleration operator {describe(op)}"
             )
-        )
+            continue
+        out.append(Toleration(key=key, operator=op, value=value, effect=effect))
     return tuple(out)
 
 
@@ -79,12 +90,15 @@ def requirements(
         if not isinstance(r, Mapping) or "key" not in r:
             ctx.error(where, "a requirement needs a key")
             continue
-        op = str(r.get("operator", ""))
-        if op not in ops:
-            ctx.error(f"{where}.operator", f"unknown operator {op!r}")
+        key = ctx.string(r, "key", f"{where}.key")
+        op = ctx.string(r, "operator", f"{where}.operator", "")
+        values = texts(ctx, ctx.seq(r, "values", f"{where}.values"), f"{where}.values")
+        if key is None or op is None or values is None:
             continue
-        values = tuple(str(v) for v in (r.get("values") or ()))
-        out.append(Requirement(key=str(r["key"]), operator=op, values=values))
+        if op not in ops:
+            ctx.error(f"{where}.operator", f"unknown operator {describe(op)}")
+            continue
+        out.append(Requirement(key=key, operator=op, values=values))
     return tuple(out)
 
 
@@ -194,10 +208,28 @@ def effective_requests(ctx: Ctx, spec: Mapping[str, Any], path: str) -> dict[str
     return {r: v for r, v in sorted(total.items())}
 
 
-def is_ready(status: Mapping[str, Any]) -> bool:
-    for cond in status.get("conditions") or ():
+def texts(ctx: Ctx, raw: list[Any], path: str) -> tuple[str, ...] | None:
+    """A list of strings; None (after recording) if any item is not one."""
+    out = []
+    for i, v in enumerate(raw):
+        text = ctx.text(v, f"{path}[{i}]")
+        if text is None:
+            if v is None:
+                ctx.error(f"{path}[{i}]", "expected a string, got None")
+            return None
+        out.append(text)
+    return tuple(out)
+
+
+def is_true(value: object) -> bool:
+    """A condition status: "True" (or an unquoted YAML true)."""
+    return value is True or value == "True"
+
+
+def is_ready(ctx: Ctx, status: Mapping[str, Any]) -> bool:
+    for cond in ctx.seq(status, "conditions", "status.conditions"):
         if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return str(cond.get("status")) == "True"
+            return is_true(cond.get("status"))
     return False
 
 
@@ -218,7 +250,7 @@ def decode_node(ctx: Ctx, obj: Mapping[str, Any]) -> Node:
         allocatable=ctx.resources(status, "allocatable", "status.allocatable"),
         taints=taints(ctx, ctx.seq(spec, "taints", "spec.taints"), "spec.taints"),
         unschedulable=ctx.boolean(spec, "unschedulable", "spec.unschedulable", False),
-        ready=is_ready(status),
+        ready=is_ready(ctx, status),
     )
 
 

@@ -10,6 +10,7 @@ from placewise.adapters.convert.core import (
     label_selector,
     string_map,
     taints,
+    texts,
     tolerations,
 )
 from placewise.models.cluster import (
@@ -27,6 +28,7 @@ from placewise.models.cluster import (
     ResourceQuota,
     Topology,
 )
+from placewise.models.errors import describe
 
 _FUNGIBILITY_ALIASES = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
 
@@ -58,10 +60,13 @@ def resource_groups(
         if not isinstance(raw, Mapping):
             ctx.error(gpath, "expected a mapping")
             continue
-        covered = tuple(
-            str(r)
-            for r in ctx.seq(raw, "coveredResources", f"{gpath}.coveredResources")
+        covered = texts(
+            ctx,
+            ctx.seq(raw, "coveredResources", f"{gpath}.coveredResources"),
+            f"{gpath}.coveredResources",
         )
+        if covered is None:
+            continue
         # Kueue's webhook forbids a resource in two groups, but its own tests
         # do it; the cache then maps the resource to the last group.
         flavors = []
@@ -70,7 +75,9 @@ def resource_groups(
             if not isinstance(fraw, Mapping) or not fraw.get("name"):
                 ctx.error(fpath, "a flavor entry needs a name")
                 continue
-            fname = str(fraw["name"])
+            fname = ctx.string(fraw, "name", f"{fpath}.name")
+            if fname is None:
+                continue
             if fname in seen_flavors:
                 ctx.error(f"{fpath}.name", f"flavor {fname} appears more than once")
             seen_flavors.add(fname)
@@ -99,7 +106,9 @@ def _resource_quota(
     if not isinstance(raw, Mapping) or not raw.get("name"):
         ctx.error(path, "a resource quota needs a name")
         return None
-    name = str(raw["name"])
+    name = ctx.string(raw, "name", f"{path}.name")
+    if name is None:
+        return None
     nominal = ctx.quantity(name, raw.get("nominalQuota", 0), f"{path}.nominalQuota")
     borrowing = lending = None
     if raw.get("borrowingLimit") is not None:
@@ -110,8 +119,8 @@ def _resource_quota(
         if lending is not None and nominal is not None and lending > nominal:
             ctx.error(
                 f"{path}.lendingLimit",
-                f"lendingLimit {raw['lendingLimit']} exceeds nominalQuota "
-                f"{raw.get('nominalQuota', 0)}",
+                f"lendingLimit {describe(raw['lendingLimit'], quote=False)} "
+                f"exceeds nominalQuota {describe(raw.get('nominalQuota', 0), False)}",
             )
     if nominal is None:
         return None
@@ -131,7 +140,7 @@ def _choice(
     value = ctx.string(obj, key, path, default) or default
     value = _FUNGIBILITY_ALIASES.get(value, value) if key.startswith("when") else value
     if value not in allowed:
-        ctx.error(path, f"{value!r} is not one of {', '.join(allowed)}")
+        ctx.error(path, f"{describe(value)} is not one of {', '.join(allowed)}")
         return default
     return value
 
@@ -274,10 +283,13 @@ def decode_topology(ctx: Ctx, obj: Mapping[str, Any]) -> Topology | None:
     spec = ctx.mapping(obj, "spec", "spec")
     levels = []
     for i, lvl in enumerate(ctx.seq(spec, "levels", "spec.levels")):
+        where = f"spec.levels[{i}].nodeLabel"
         if not isinstance(lvl, Mapping) or not lvl.get("nodeLabel"):
-            ctx.error(f"spec.levels[{i}].nodeLabel", "each level needs a nodeLabel")
+            ctx.error(where, "each level needs a nodeLabel")
             continue
-        levels.append(str(lvl["nodeLabel"]))
+        label = ctx.string(lvl, "nodeLabel", where)
+        if label is not None:
+            levels.append(label)
     if not levels:
         ctx.error("spec.levels", "a Topology needs at least one level")
         return None

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from placewise.adapters.convert.context import EPOCH, Ctx
-from placewise.adapters.convert.core import effective_requests, placement, string_map
+from placewise.adapters.convert.core import (
+    effective_requests,
+    placement,
+    string_map,
+    texts,
+)
+from placewise.adapters.convert.core import is_true as condition_true
+from placewise.adapters.documents import parse_json
+from placewise.models.errors import describe
 from placewise.models.workload import (
     Admission,
     PodSet,
@@ -48,13 +55,13 @@ def topology_request(
         annotations
     ):
         try:
-            constraints = json.loads(
+            constraints = parse_json(
                 annotations[_ANN + "podset-slice-required-topology-constraints"]
             )
-        except ValueError:
+        except ValueError as exc:
             ctx.error(
                 f"{path}.podsetSliceRequiredTopologyConstraints",
-                "annotation is not valid JSON",
+                f"annotation is not valid JSON: {describe(str(exc), quote=False)}",
             )
     if isinstance(constraints, list):
         for i, c in enumerate(constraints):
@@ -62,9 +69,10 @@ def topology_request(
             if not isinstance(c, Mapping) or not c.get("topology"):
                 ctx.error(where, "needs topology and size")
                 continue
+            level = ctx.string(c, "topology", f"{where}.topology")
             size = ctx.integer(c, "size", f"{where}.size", minimum=1)
-            if size is not None:
-                layers.append(SliceLayer(level=str(c["topology"]), size=size))
+            if size is not None and level is not None:
+                layers.append(SliceLayer(level=level, size=size))
     else:
         level = pick("podSetSliceRequiredTopology", "podset-slice-required-topology")
         size_raw: object = raw.get("podSetSliceSize")
@@ -102,7 +110,7 @@ def pod_sets(ctx: Ctx, spec: Mapping[str, Any]) -> tuple[PodSet, ...]:
             continue
         name = ctx.string(raw, "name", f"{path}.name", "main") or "main"
         if name in names:
-            ctx.error(f"{path}.name", f"duplicate pod set name {name!r}")
+            ctx.error(f"{path}.name", f"duplicate pod set name {describe(name)}")
         names.add(name)
         count = ctx.integer(raw, "count", f"{path}.count", default=1, minimum=0)
         count = 1 if count is None else count
@@ -151,15 +159,18 @@ def pod_sets(ctx: Ctx, spec: Mapping[str, Any]) -> tuple[PodSet, ...]:
 def topology_assignment(
     ctx: Ctx, raw: Mapping[str, Any], path: str
 ) -> TopologyAssignment:
-    levels = tuple(str(x) for x in ctx.seq(raw, "levels", f"{path}.levels"))
+    levels = texts(ctx, ctx.seq(raw, "levels", f"{path}.levels"), f"{path}.levels")
+    levels = levels or ()
     domains: list[TopologyDomain] = []
     for i, d in enumerate(ctx.seq(raw, "domains", f"{path}.domains")):
         where = f"{path}.domains[{i}]"
         if not isinstance(d, Mapping):
             ctx.error(where, "expected a mapping")
             continue
-        values = tuple(str(v) for v in ctx.seq(d, "values", f"{where}.values"))
+        values = texts(ctx, ctx.seq(d, "values", f"{where}.values"), f"{where}.values")
         count = ctx.integer(d, "count", f"{where}.count", minimum=0) or 0
+        if values is None:
+            continue
         if len(values) != len(levels):
             ctx.error(f"{where}.values", f"expected {len(levels)} values")
         domains.append(TopologyDomain(values=values, count=count))
@@ -171,43 +182,71 @@ def topology_assignment(
 def _decode_slice(
     ctx: Ctx, raw: object, nlevels: int, path: str
 ) -> list[TopologyDomain]:
-    """v1beta2 compressed form: per-level universal or prefix+roots+suffix."""
+    """v1beta2 compressed form: per-level universal or prefix+roots+suffix.
+
+    Everything is checked before a single domain is built: ``domainCount``
+    is an int32, and a slice of only universal values (the same domain
+    over and over) would otherwise expand a few bytes into millions.
+    """
     if not isinstance(raw, Mapping):
         ctx.error(path, "expected a mapping")
         return []
     n = ctx.integer(raw, "domainCount", f"{path}.domainCount", minimum=1) or 0
-    columns: list[list[str]] = []
     per_level = ctx.seq(raw, "valuesPerLevel", f"{path}.valuesPerLevel")
     if len(per_level) != nlevels:
         ctx.error(f"{path}.valuesPerLevel", f"expected {nlevels} levels")
         return []
+    listed = False
+    columns: list[list[str] | str] = []
     for li, lvl in enumerate(per_level):
         where = f"{path}.valuesPerLevel[{li}]"
         if isinstance(lvl, Mapping) and lvl.get("universal") is not None:
-            columns.append([str(lvl["universal"])] * n)
+            value = ctx.string(lvl, "universal", f"{where}.universal")
+            if value is None:
+                return []
+            columns.append(value)
         elif isinstance(lvl, Mapping) and isinstance(lvl.get("individual"), Mapping):
             ind = lvl["individual"]
-            roots = [str(r) for r in ctx.seq(ind, "roots", f"{where}.individual.roots")]
-            if len(roots) != n:
-                ctx.error(f"{where}.individual.roots", f"expected {n} roots")
+            rpath = f"{where}.individual.roots"
+            roots = texts(ctx, ctx.seq(ind, "roots", rpath), rpath)
+            prefix = ctx.string(ind, "prefix", f"{where}.individual.prefix", "")
+            suffix = ctx.string(ind, "suffix", f"{where}.individual.suffix", "")
+            if roots is None or prefix is None or suffix is None:
                 return []
-            prefix, suffix = str(ind.get("prefix") or ""), str(ind.get("suffix") or "")
+            if len(roots) != n:
+                ctx.error(rpath, f"expected {n} roots")
+                return []
+            listed = True
             columns.append([prefix + r + suffix for r in roots])
         else:
             ctx.error(where, "needs universal or individual")
             return []
+    if not listed and n > 1:
+        ctx.error(
+            f"{path}.domainCount",
+            f"{n} domains with only universal values would all be the same domain",
+        )
+        return []
     pc = ctx.mapping(raw, "podCounts", f"{path}.podCounts")
     if pc.get("universal") is not None:
-        counts = [ctx.integer(pc, "universal", f"{path}.podCounts.universal") or 0] * n
-    else:
         counts = [
-            int(c) for c in ctx.seq(pc, "individual", f"{path}.podCounts.individual")
-        ]
-        if len(counts) != n:
+            ctx.integer(pc, "universal", f"{path}.podCounts.universal", minimum=0) or 0
+        ] * n
+    else:
+        ipath = f"{path}.podCounts.individual"
+        items = ctx.seq(pc, "individual", ipath)
+        if len(items) != n:
             ctx.error(f"{path}.podCounts", f"expected {n} pod counts")
             return []
+        counts = [
+            ctx.integer({"c": c}, "c", f"{ipath}[{i}]", minimum=0) or 0
+            for i, c in enumerate(items)
+        ]
     return [
-        TopologyDomain(values=tuple(col[i] for col in columns), count=counts[i])
+        TopologyDomain(
+            values=tuple(c if isinstance(c, str) else c[i] for c in columns),
+            count=counts[i],
+        )
         for i in range(n)
     ]
 
@@ -253,11 +292,14 @@ def _priority_ref(
 ) -> PriorityRef | None:
     ref = spec.get("priorityClassRef")
     if isinstance(ref, Mapping) and ref.get("name"):
-        kueue = (
-            str(ref.get("group", "kueue.x-k8s.io")) == "kueue.x-k8s.io"
-            and str(ref.get("kind", "WorkloadPriorityClass")) == "WorkloadPriorityClass"
-        )
-        return PriorityRef(name=str(ref["name"]), kueue=kueue)
+        where = "spec.priorityClassRef"
+        name = ctx.string(ref, "name", f"{where}.name")
+        group = ctx.string(ref, "group", f"{where}.group", "kueue.x-k8s.io")
+        kind = ctx.string(ref, "kind", f"{where}.kind", "WorkloadPriorityClass")
+        if name is None:
+            return None
+        kueue = group == "kueue.x-k8s.io" and kind == "WorkloadPriorityClass"
+        return PriorityRef(name=name, kueue=kueue)
     name = ctx.string(spec, "priorityClassName", "spec.priorityClassName")
     if name:
         source = ctx.string(spec, "priorityClassSource", "spec.priorityClassSource", "")
@@ -274,10 +316,12 @@ def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
     conditions: dict[str, Mapping[str, Any]] = {}
     for i, c in enumerate(ctx.seq(status, "conditions", "status.conditions")):
         if isinstance(c, Mapping) and c.get("type"):
-            conditions[str(c["type"])] = {**c, "_path": f"status.conditions[{i}]"}
+            kind = ctx.string(c, "type", f"status.conditions[{i}].type")
+            if kind is not None:
+                conditions[kind] = {**c, "_path": f"status.conditions[{i}]"}
 
     def is_true(kind: str) -> bool:
-        return str(conditions.get(kind, {}).get("status")) == "True"
+        return condition_true(conditions.get(kind, {}).get("status"))
 
     def when(kind: str) -> Any:
         c = conditions.get(kind, {})
@@ -298,7 +342,7 @@ def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
     return Workload(
         namespace=ctx.namespace,
         name=ctx.name,
-        uid=str(meta.get("uid") or ""),
+        uid=ctx.string(meta, "uid", "metadata.uid", "") or "",
         queue_name=ctx.string(spec, "queueName", "spec.queueName") or None,
         priority=priority or 0,
         priority_set=priority is not None,

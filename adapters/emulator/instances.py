@@ -1,71 +1,69 @@
 """Read instance files: YAML streams of objects, as ``kubectl get -o yaml`` prints.
 
-A small reader of our own (the project loader may replace it): multi-document
-streams and ``kind: List`` / ``kind: <Kind>List`` wrappers, flattened into one
-list of plain dicts in file order.
+Parsing is the project's one reader of untrusted files
+(:mod:`placewise.adapters.documents`: encodings, depth and alias limits,
+``List``/``<Kind>List`` unwrapping with the list's kind inferred for its
+items), typed so that numbers stay numbers when objects are served as JSON.
+This module adds only what the emulator needs: every object has an
+apiVersion, a kind and a name, in file order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+from placewise.adapters.documents import documents, objects, read_text
+from placewise.models.errors import InstanceError, Location, Problem
 
 JSON = dict[str, Any]
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+__all__ = ["InstanceError", "load_instance_files", "read_objects"]
 
 
-class InstanceError(ValueError):
-    """A file that is not a stream of Kubernetes objects (exit code 2 in the CLI)."""
+def _check(
+    obj: Mapping[str, Any], path: str, line: int, problems: list[Problem]
+) -> bool:
+    where = Location(file=path, line=line)
+    kind = obj.get("kind")
+    if not obj.get("apiVersion") or not kind:
+        problems.append(Problem(where, "object without apiVersion/kind"))
+        return False
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping) or not meta.get("name"):
+        what = kind if isinstance(kind, str) else "object"
+        problems.append(Problem(where, f"{what[:80]} without metadata.name"))
+        return False
+    return True
 
 
-def _flatten(doc: Any, where: str) -> list[JSON]:
-    if doc is None:
-        return []
-    if not isinstance(doc, dict):
-        raise InstanceError(
-            f"{where}: expected a Kubernetes object, got {type(doc).__name__}"
-        )
-    kind = str(doc.get("kind") or "")
-    if kind.endswith("List") and isinstance(doc.get("items"), list):
-        out: list[JSON] = []
-        for i, item in enumerate(doc["items"]):
-            out += _flatten(item, f"{where} items[{i}]")
-        return out
-    if not doc.get("apiVersion") or not kind:
-        raise InstanceError(f"{where}: object without apiVersion/kind")
-    if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
-        raise InstanceError(f"{where}: {kind} without metadata.name")
-    return [doc]
+def _read(text: str, source: str, problems: list[Problem]) -> list[JSON]:
+    out: list[JSON] = []
+    for doc, line in documents(source, text, problems, typed=True):
+        for obj in objects(source, doc, line, problems):
+            if _check(obj, source, line, problems):
+                out.append(dict(obj))
+    return out
 
 
 def read_objects(text: str, source: str = "<string>") -> list[JSON]:
-    """Parse one YAML (or JSON) stream; syntax errors name the line."""
-    try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InstanceError(
-            f"{source}{line}: {getattr(exc, 'problem', None) or exc}"
-        ) from exc
-    out: list[JSON] = []
-    for i, doc in enumerate(docs):
-        out += _flatten(doc, f"{source} document {i + 1}")
+    """Parse one YAML (or JSON) stream; problems name the file and line."""
+    problems: list[Problem] = []
+    out = _read(text, source, problems)
+    if problems:
+        raise InstanceError(problems)
     return out
 
 
 def load_instance_files(paths: Iterable[str | Path]) -> list[JSON]:
     """All objects of several instance files, merged into one snapshot."""
+    problems: list[Problem] = []
     out: list[JSON] = []
     for path in paths:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InstanceError(f"{p}: {exc.strerror or exc}") from exc
-        out += read_objects(text, str(p))
+        text = read_text(str(path), problems)
+        if text is not None:
+            out += _read(text, str(path), problems)
+    if problems:
+        raise InstanceError(problems)
     return out

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, Self
 
-import yaml
-
+from placewise.adapters.documents import load_one
 from placewise.adapters.generate._units import (
     CPU,
     GPU,
@@ -26,6 +25,7 @@ from placewise.adapters.generate._units import (
     parse_quantity,
     parse_time,
 )
+from placewise.models.errors import InstanceError, describe
 
 Level = Literal["block", "rack", "hostname"]
 LEVELS: tuple[Level, ...] = ("block", "rack", "hostname")
@@ -599,11 +599,10 @@ class GeneratorConfig:
     @classmethod
     def from_file(cls, path: str | Path) -> Self:
         """Load a YAML config (one mapping; see ``benchmarks/configs/``)."""
-        text = Path(path).read_text(encoding="utf-8")
         try:
-            data = yaml.load(text, Loader=yaml.CSafeLoader)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+            data = load_one(str(path), "generator config")
+        except InstanceError as exc:
+            raise ConfigError(str(exc)) from None
         if not isinstance(data, Mapping):
             raise ConfigError(f"{path}: a generator config is a YAML mapping")
         try:
@@ -660,11 +659,13 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
                 return _convert(option, value, where)
             except ConfigError as exc:
                 errors.append(str(exc))
-        raise ConfigError(errors[0] if errors else f"{label}: invalid value {value!r}")
+        raise ConfigError(
+            errors[0] if errors else f"{label}: invalid value {describe(value)}"
+        )
     if origin is Literal:
         if value not in args:
             raise ConfigError(
-                f"{label}: {value!r} is not one of {', '.join(map(str, args))}"
+                f"{label}: {describe(value)} is not one of {', '.join(map(str, args))}"
             )
         return value
     if origin is tuple:

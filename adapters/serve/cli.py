@@ -14,6 +14,7 @@ import copy
 import json
 import logging
 import signal
+import socket
 import ssl
 import sys
 import tempfile
@@ -335,7 +336,32 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc)
 
 
+def listen_error(address: tuple[str, int]) -> str | None:
+    """Why the extender's address cannot be bound, or None.
+
+    Checked before anything starts (the embedded emulator, informers, the
+    Lease), so a taken port is a usage error (exit 2), not a traceback
+    after half the process is up.  Same options as the HTTP server's bind.
+    """
+    if address[1] == 0:
+        return None
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    why = listen_error(args.listen)
+    if why is not None:
+        host, port = args.listen
+        print(
+            f"placewise serve: cannot listen on {host}:{port}: {why}", file=sys.stderr
+        )
+        return 2
     if args.log_format == "json":
         for log_handler in logging.getLogger().handlers:
             log_handler.setFormatter(JsonFormatter())

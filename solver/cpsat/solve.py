@@ -11,6 +11,7 @@ import logging
 import time
 
 from placewise.models.plan import Plan, TierResult
+from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.plan_io import fallback
@@ -39,6 +40,28 @@ def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelD
         )
         data.fixed_admissions = keep
     return data
+
+
+def saturated(snapshot: Snapshot) -> bool:
+    """Running usage or a quota beyond int64 (saturated, as in Kueue) has no
+    exact place among the model's int64 coefficients: the greedy decides."""
+    groups = [g for q in snapshot.cluster_queues.values() for g in q.resource_groups]
+    groups += [g for c in snapshot.cohorts.values() for g in c.resource_groups]
+    quotas = (
+        v
+        for g in groups
+        for f in g.flavors
+        for r in f.resources
+        for v in (r.nominal, r.borrowing_limit or 0, r.lending_limit or 0)
+    )
+    usage = (
+        v
+        for w in snapshot.running
+        if w.admission is not None
+        for psa in w.admission.pod_set_assignments
+        for v in psa.resource_usage.values()
+    )
+    return any(v > INT64_MAX for v in quotas) or any(v > INT64_MAX for v in usage)
 
 
 def _fallback(warm: Plan, start: float, why: str) -> Plan:
@@ -79,6 +102,10 @@ def _warm_start(
 def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     params = params or CpSatParams()
     start = time.perf_counter()
+    if saturated(snapshot):
+        greedy = outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
+        why = "running usage or quota beyond int64 is outside the model"
+        return _fallback(greedy, start, why)
     data = compile_problem(snapshot)
     warm, reasons, _ = _warm_start(snapshot, data, params)
     data = _keep_unsupported(snapshot, data, warm)

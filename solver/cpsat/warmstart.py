@@ -29,7 +29,6 @@ from placewise.models.plan import (
     PlanPreemption,
     SolverInfo,
 )
-from placewise.models.quantity import UNLIMITED
 from placewise.models.workload import PodSetAssignment
 from placewise.solver.cpsat.plan_io import pod_set_assignment
 from placewise.solver.kueue.order import candidate_order, queue_order
@@ -61,7 +60,7 @@ class _Leaves:
         for lf in data.leaves:
             for r, q in lf.free.items():
                 if r in col:
-                    free[lf.idx, col[r]] = min(q, CLIP) if q < UNLIMITED // 2 else CLIP
+                    free[lf.idx, col[r]] = max(-CLIP, min(q, CLIP))
         self.free = free
         self.cache: dict[tuple[str, int], tuple[IntArray, IntArray, IntArray]] = {}
         self.position: dict[str, IntArray] = {}

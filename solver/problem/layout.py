@@ -46,6 +46,7 @@ from placewise.models.scheduling import PodPlacement, untolerated
 from placewise.solver.problem.data import ModelData, PodSetData
 
 IntArray = npt.NDArray[np.int64]
+CLIP = 1 << 62
 PATTERN_CAP = 48
 """Maximal patterns per class above which its leaves become linear; generated
 GPU families need at most a dozen (5 shapes on an 8-GPU host)."""
@@ -311,7 +312,9 @@ def _make_classes(
         if not allowed:
             continue
         lf = data.leaves[leaf]
-        free = {r: lf.free.get(r, 0) for r in relevant}
+        # Bound pods beyond int64 leave hugely negative room: no unit fits
+        # below -CLIP either, and the model's coefficients stay in int64.
+        free = {r: max(-CLIP, lf.free.get(r, 0)) for r in relevant}
         paths = {
             f: data.topos[f].paths[leaf][: layout.depth[f] + 1]
             for f in flavors_of[leaf]

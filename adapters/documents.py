@@ -1,0 +1,202 @@
+"""Untrusted files to plain documents: the one reader of every input file.
+
+Instances, plans, generator configs, objective policies and the emulator's
+seed files all come from users, scripts and fuzzers.  Whatever the bytes,
+reading them ends in plain data or in located problems, never in a
+traceback, a hang or a blow-up: text that is not UTF-8 (or UTF-16 with a
+byte-order mark, what PowerShell's ``>`` writes), JSON or YAML syntax,
+nesting deeper than :data:`MAX_DEPTH`, runaway aliases (both bounded in
+:mod:`placewise.adapters.yaml_fast`), numbers Python refuses to convert.
+``kind: List`` and ``<Kind>List`` wrappers are unwrapped here too, with the
+items of a ``<Kind>List`` taking the list's kind and apiVersion when they
+carry none (``kubectl get --raw`` output, formats.md §1).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from placewise.adapters import yaml_fast
+from placewise.adapters.yaml_fast import MAX_DEPTH
+from placewise.models.errors import InstanceError, Location, Problem, describe
+
+__all__ = ["MAX_DEPTH", "documents", "load_one", "objects", "parse_json", "read_text"]
+
+
+def _decode(data: bytes) -> tuple[str, str | None]:
+    """(text, None) or ("", why) with the line of the first bad byte."""
+    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    try:
+        return data.decode("utf-16" if utf16 else "utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        if utf16:
+            return "", f"not UTF-16 text (byte {exc.start})"
+        line = data.count(b"\n", 0, exc.start) + 1
+        return "", f"not UTF-8 text (line {line}, byte {exc.start})"
+
+
+def read_text(path: str, problems: list[Problem], kind: str = "") -> str | None:
+    """The file's text (``-`` is standard input); None after recording why not."""
+    try:
+        if path == "-":
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read() if stream is not None else sys.stdin.read().encode()
+        else:
+            data = Path(path).read_bytes()
+    except OSError as exc:
+        problems.append(
+            Problem(Location(file=path, kind=kind), f"cannot read: {exc.strerror}")
+        )
+        return None
+    text, why = _decode(data)
+    if why is not None:
+        problems.append(Problem(Location(file=path, kind=kind), why))
+        return None
+    return text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _json_depth_ok(doc: Any) -> bool:
+    """Level by level, not recursively (the check must not recurse where the
+    parser could not); about 0.3 s for a 50 MB dump, a tenth of its load."""
+    level = [doc] if type(doc) is dict or type(doc) is list else []
+    for _ in range(MAX_DEPTH):
+        if not level:
+            return True
+        items: list[Any] = []
+        for value in level:
+            items.extend(value.values() if type(value) is dict else value)
+        level = [v for v in items if type(v) is dict or type(v) is list]
+    return not level
+
+
+def parse_json(text: str) -> Any:
+    """One JSON value within the reader's limits; ValueError says why not.
+
+    For JSON embedded in fields (Kueue's slice-topology annotation) as much
+    as for whole files: ``json.loads`` alone recurses without a limit of
+    our choosing and accepts NaN, which no Kubernetes client writes.
+    """
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH}") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise ValueError(describe(str(exc), quote=False)) from None
+    if not _json_depth_ok(doc):
+        raise ValueError(f"nested deeper than {MAX_DEPTH}")
+    return doc
+
+
+def documents(
+    path: str,
+    text: str,
+    problems: list[Problem],
+    typed: bool = False,
+    kind: str = "",
+) -> Iterator[tuple[Any, int]]:
+    """(document, first line) for every document of ``text``.
+
+    JSON goes through the json module (fast, typed); YAML through
+    :mod:`yaml_fast`.  ``typed`` makes YAML numbers numbers (see there).
+    Problems are recorded with ``path`` and the line, and end the file.
+    """
+
+    def fail(line: int | None, message: str) -> None:
+        problems.append(Problem(Location(file=path, kind=kind, line=line), message))
+
+    if not text.strip():
+        return  # blank (libyaml refuses a tab even there): an empty stream
+
+    is_json = path.endswith(".json")
+    if is_json or text.lstrip().startswith(("{", "[")):
+        # Not JSON after all: a .yaml file may hold flow-style YAML, and the
+        # YAML reader then reports the problem with its line.
+        why: tuple[int | None, str]
+        try:
+            doc = parse_json(text)
+        except json.JSONDecodeError as exc:
+            why = exc.lineno, f"JSON syntax error: {exc.msg}"
+        except ValueError as exc:
+            why = None, f"JSON error: {exc}"
+        else:
+            yield doc, 1
+            return
+        if is_json:
+            fail(*why)
+            return
+    try:
+        yield from yaml_fast.documents(text, typed)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = "error" if isinstance(exc, yaml_fast.LimitError) else "syntax error"
+        fail(
+            mark.line + 1 if mark is not None else None,
+            f"YAML {what}: {describe(exc.problem or 'malformed', quote=False)}",
+        )
+    except yaml.reader.ReaderError as exc:
+        fail(text.count("\n", 0, exc.position) + 1, f"YAML error: {exc.reason}")
+    except yaml.YAMLError as exc:
+        fail(None, f"YAML error: {describe(str(exc))}")
+
+
+def objects(
+    path: str, doc: Any, line: int, problems: list[Problem]
+) -> Iterator[Mapping[str, Any]]:
+    """The Kubernetes objects of one document, ``List`` wrappers unwrapped."""
+    if type(doc) is dict and type(doc.get("items")) is not list:
+        yield doc  # the common case, first: one object per document
+        return
+    items = [doc]
+    inherit: dict[str, Any] = {}
+    if isinstance(doc, list):
+        items = doc
+    elif isinstance(doc, Mapping) and isinstance(doc.get("items"), list):
+        kind = doc.get("kind")
+        if isinstance(kind, str) and kind.endswith("List"):
+            items = doc["items"]
+            if kind != "List":
+                inherit = {"kind": kind[: -len("List")]}
+                if isinstance(doc.get("apiVersion"), str):
+                    inherit["apiVersion"] = doc["apiVersion"]
+    for item in items:
+        if type(item) is not dict and not isinstance(item, Mapping):
+            problems.append(
+                Problem(
+                    Location(file=path, line=line),
+                    f"expected a Kubernetes object (a mapping), got {describe(item)}",
+                )
+            )
+            continue
+        if inherit and not ("kind" in item and "apiVersion" in item):
+            item = {**inherit, **item}
+        yield item
+
+
+def load_one(path: str, kind: str, typed: bool = True) -> Any:
+    """The single document of a plan, config or policy file.
+
+    Raises :class:`InstanceError` (exit 2) naming the file, with ``kind``
+    as the object it should have held.
+    """
+    problems: list[Problem] = []
+    text = read_text(path, problems, kind)
+    docs = list(documents(path, text, problems, typed, kind)) if text else []
+    if not problems and len(docs) != 1:
+        why = "holds no document" if not docs else "holds more than one document"
+        problems.append(Problem(Location(file=path, kind=kind), why))
+    if problems:
+        raise InstanceError(problems)
+    return docs[0][0]
