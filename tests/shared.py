@@ -59,13 +59,22 @@ def skip_if_missing() -> None:
 T = TypeVar("T")
 
 
-def params(items: Sequence[T], ids: Callable[[T], str] | None = None) -> list[Any]:
+def params(
+    items: Sequence[T],
+    ids: Callable[[T], str] | None = None,
+    marks: Callable[[T], Sequence[pytest.MarkDecorator]] | None = None,
+) -> list[Any]:
     """Parametrize values read from ../shared; without it one placeholder that
     skips with :data:`MISSING` (an empty list would skip with pytest's own
     "got empty parameter set", which does not say why)."""
     if not present():
         return [pytest.param(None, id="no-shared", marks=pytest.mark.skip(MISSING))]
-    return [pytest.param(x, id=ids(x) if ids else None) for x in items]
+    return [
+        pytest.param(
+            x, id=ids(x) if ids else None, marks=tuple(marks(x)) if marks else ()
+        )
+        for x in items
+    ]
 
 
 def case_counts() -> dict[str, int]:

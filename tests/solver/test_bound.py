@@ -27,6 +27,7 @@ from placewise.solver.bound import aggregate_bound, gpus_after, lp_bound, runnin
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.cpsat.data import leaf_fit
 from placewise.solver.greedy import solve_greedy
+from tests.shared import requires_shared
 from tests.solver.strategies import instances
 from tests.solver.test_greedy_kueue_cases import case_dirs
 
@@ -313,6 +314,7 @@ def test_bound_holds_on_random_instances(inst: object) -> None:
     assert lp_bound(snap, "cbc").running == running_gpus(snap)
 
 
+@requires_shared
 def test_bound_holds_on_kueue_cases_for_cpu_and_gpus() -> None:
     """Kueue's own cases (mostly CPU quotas): with ``cpu`` or GPUs as the
     counted resource, the bound is never below the greedy's (Kueue's) plan."""
@@ -332,6 +334,7 @@ def test_bound_holds_on_kueue_cases_for_cpu_and_gpus() -> None:
     assert checked == len(case_dirs()) > 100
 
 
+@requires_shared
 def test_vectorised_fits_equal_the_models_leaf_fit() -> None:
     """The LP's per-leaf pod bounds are the CP-SAT model's ``leaf_fit``
     (taints, node selection, free plus releasable capacity) on every TAS
