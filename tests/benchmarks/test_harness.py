@@ -351,6 +351,19 @@ def test_tiny_bench_writes_markdown_csv_and_plots(tmp_path):
     text = (out / "summary.md").read_text()
     assert "| default | 64 | 40 |" in text
     assert Path(out / "plots" / "default.png").stat().st_size > 1000
+    assert Path(out / "plots" / "default-priority.png").stat().st_size > 1000
+    assert "(plots/default-priority.png)" in text
+
+
+def test_priority_plot_inputs_and_scale_title():
+    """Tier medians are per priority over seeds; a partial sweep says so."""
+    from placewise.benchmarks.harness.matrix import SCALE_FAMILIES
+    from placewise.benchmarks.harness.plots import scale_title, tier_medians
+
+    tiers = {1: ((100, 8), (10, -8)), 2: ((100, 4), (10, 0)), 3: ((100, 0),)}
+    assert tier_medians(tiers) == {100: 4.0, 10: -4.0}
+    assert scale_title(SCALE_FAMILIES) == "scale sweep (median over seeds)"
+    assert scale_title(SCALE_FAMILIES[:2]).startswith("wall time at 2 of 5 sweep")
 
 
 def test_bench_rejects_bad_options(tmp_path, capsys):
