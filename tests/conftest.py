@@ -42,6 +42,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     line = f"placewise: {total} solver plans validated"
     if by_solver:
         line += f" ({by_solver})"
+    line += f" in {audit.seconds:.1f} s"
     if audit.published:
         line += f"; {audit.published} sidecar plans re-checked when published"
     if audit.allowed:

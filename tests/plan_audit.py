@@ -24,6 +24,7 @@ import functools
 import inspect
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,6 +72,8 @@ class Audit:
     """Sidecar plans checked again when published (see :meth:`check`)."""
     allowed: int = 0
     """Rejected plans in tests marked :data:`MARKER`."""
+    seconds: float = 0.0
+    """Time spent validating (the audit's cost to the suite)."""
     allow: bool = False
     """The running test is marked :data:`MARKER`."""
     errors: list[str] = field(default_factory=list)
@@ -80,8 +83,10 @@ class Audit:
 
     def check(self, snapshot: Snapshot, plan: Plan, origin: str) -> None:
         """Validate one plan; count it; fail (or record) a rejection."""
+        start = time.perf_counter()
         violations = validate(snapshot, plan)
         with self.lock:
+            self.seconds += time.perf_counter() - start
             if origin == "published":
                 self.published += 1
             else:
