@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+from collections.abc import Iterable, Sequence
 from io import StringIO
 from pathlib import Path
 from typing import Any, TextIO
@@ -12,8 +14,17 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from placewise.benchmarks.harness.metrics import (
+    compute,
+    gpus_of,
+    pod_set_span,
+    workload_gpus,
+)
 from placewise.models.plan import Plan
 from placewise.models.quantity import format_units
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
+from placewise.models.workload import PodSetAssignment, Workload
 
 try:
     _Dumper: Any = yaml.CSafeDumper
@@ -23,20 +34,38 @@ except AttributeError:  # pragma: no cover
 FORMATS = ("yaml", "json", "table")
 
 
-def render(plan: Plan, fmt: str) -> str:
+def render(plan: Plan, fmt: str, snapshot: Snapshot | None = None) -> str:
+    """``snapshot`` lets the table name each victim's priority and GPUs."""
     if fmt == "json":
         return json.dumps(plan.to_dict(), indent=2) + "\n"
     if fmt == "table":
-        return render_table(plan)
+        return render_table(plan, snapshot)
     text: str = yaml.dump(
         plan.to_dict(), Dumper=_Dumper, sort_keys=False, default_flow_style=False
     )
     return text
 
 
-def render_table(plan: Plan, width: int = 120) -> str:
+def table_width() -> int:
+    """``COLUMNS`` if set, else the terminal's width, else 120 (a pipe or a
+    file has no width of its own)."""
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def _console(buf: StringIO, width: int | None) -> Console:
+    return Console(
+        file=buf,
+        width=width or table_width(),
+        force_terminal=False,
+        color_system=None,
+    )
+
+
+def render_table(
+    plan: Plan, snapshot: Snapshot | None = None, width: int | None = None
+) -> str:
     buf = StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
+    console = _console(buf, width)
     s = plan.solver
     extra = ""
     if s.objective is not None:
@@ -61,11 +90,6 @@ def render_table(plan: Plan, width: int = 120) -> str:
             usage = ", ".join(
                 f"{r}={format_units(r, v)}" for r, v in sorted(p.resource_usage.items())
             )
-            topo = ""
-            if p.topology_assignment is not None:
-                doms = p.topology_assignment.domains
-                shown = ", ".join(f"{'/'.join(d.values)}:{d.count}" for d in doms[:4])
-                topo = shown + (f" (+{len(doms) - 4})" if len(doms) > 4 else "")
             adm.add_row(
                 a.workload if i == 0 else "",
                 a.cluster_queue if i == 0 else "",
@@ -73,15 +97,23 @@ def render_table(plan: Plan, width: int = 120) -> str:
                 str(p.count),
                 flavors,
                 usage,
-                topo,
+                _hosts(p),
             )
     console.print(adm)
     if plan.preemptions:
         pre = Table(title=f"Preempted ({len(plan.preemptions)})", title_justify="left")
-        for col in ("workload", "preemptor", "reason"):
+        cols = ["workload", "priority", "GPUs", "preemptor", "reason"]
+        if snapshot is None:
+            cols = [c for c in cols if c not in ("priority", "GPUs")]
+        for col in cols:
             pre.add_column(col)
         for victim in plan.preemptions:
-            pre.add_row(victim.workload, victim.preemptor, victim.reason)
+            row = [victim.workload, victim.preemptor, victim.reason]
+            w = snapshot.workloads.get(victim.workload) if snapshot else None
+            if snapshot is not None:
+                prio, gpus = (str(w.priority), str(workload_gpus(w))) if w else ("", "")
+                row[1:1] = [prio, gpus]
+            pre.add_row(*row)
         console.print(pre)
     pen = Table(title=f"Pending ({len(plan.pending)})", title_justify="left")
     pen.add_column("workload")
@@ -92,10 +124,148 @@ def render_table(plan: Plan, width: int = 120) -> str:
     return buf.getvalue()
 
 
-def write(plan: Plan, fmt: str, out: str | None, stream: TextIO | None = None) -> None:
+def _hosts(p: PodSetAssignment, shown: int = 4) -> str:
+    if p.topology_assignment is None:
+        return ""
+    doms = p.topology_assignment.domains
+    text = ", ".join(f"{'/'.join(d.values)}:{d.count}" for d in doms[:shown])
+    return text + (f" (+{len(doms) - shown})" if len(doms) > shown else "")
+
+
+def write(
+    plan: Plan,
+    fmt: str,
+    out: str | None,
+    stream: TextIO | None = None,
+    snapshot: Snapshot | None = None,
+) -> None:
     """Render first, then write: nothing reaches ``out`` if rendering fails."""
-    text = render(plan, fmt)
+    emit(render(plan, fmt, snapshot), out, stream)
+
+
+def emit(text: str, out: str | None, stream: TextIO | None = None) -> None:
     if out and out != "-":
         Path(out).write_text(text)
     else:
         (stream or sys.stdout).write(text)
+
+
+# -- several plans side by side ----------------------------------------------------
+
+
+def render_many(plans: Sequence[Plan], fmt: str, snapshot: Snapshot) -> str:
+    """YAML: one document per plan; JSON: a list; table: side by side."""
+    if fmt == "json":
+        return json.dumps([p.to_dict() for p in plans], indent=2) + "\n"
+    if fmt == "table":
+        return render_comparison(snapshot, plans)
+    return "---\n".join(render(p, "yaml") for p in plans)
+
+
+def _tier_names(snapshot: Snapshot) -> dict[int, str]:
+    names: dict[int, set[str]] = {}
+    for w in snapshot.workloads.values():
+        if w.priority_class is not None:
+            names.setdefault(w.priority, set()).add(w.priority_class.name)
+    return {p: ", ".join(sorted(n)) for p, n in names.items()}
+
+
+def render_comparison(
+    snapshot: Snapshot, plans: Sequence[Plan], width: int | None = None
+) -> str:
+    """What the optimizer ranks plans by (GPUs per priority tier, highest
+    first), what it costs (preemptions), what it leaves (idle GPUs, split
+    gangs), then each workload's fate in every plan; every plan is also put
+    through the validator, so a better-looking plan cannot be an infeasible
+    one."""
+    buf = StringIO()
+    console = _console(buf, width)
+    scores = [compute(snapshot, p) for p in plans]
+    checks = [validate(snapshot, p) for p in plans]
+    tiers = _tier_names(snapshot)
+    summary = Table(
+        title="Plans side by side",
+        title_justify="left",
+        caption="the optimizer ranks plans by GPUs per priority, highest first; then "
+        "preemption cost, topology, fragmentation, borrowing",
+        caption_justify="left",
+    )
+    summary.add_column("")
+    for p in plans:
+        summary.add_column(p.solver.name, justify="right")
+
+    def row(label: str, cells: Iterable[str]) -> None:
+        summary.add_row(label, *cells)
+
+    row("status", (f"{p.solver.status} {p.solver.wall_seconds:.2f}s" for p in plans))
+    row("validator", ("valid" if not v else f"{len(v)} violations" for v in checks))
+    row("GPUs admitted - preempted, by priority", ("" for _ in plans))
+    for i, (prio, _) in enumerate(scores[0].tier_demand):
+        name = f" ({tiers[prio]})" if prio in tiers else ""
+        row(f"  {prio}{name}", (f"{m.tier_demand[i][1]:+d}" for m in scores))
+    row(
+        "admitted workloads (GPUs)",
+        (f"{m.admitted_workloads} ({m.admitted_gpus})" for m in scores),
+    )
+    row(
+        "preempted workloads (GPUs)",
+        (f"{m.preemptions} ({m.preempted_gpus})" for m in scores),
+    )
+    row(
+        "GPUs busy after the plan", (f"{m.gpu_in_use}/{m.gpu_capacity}" for m in scores)
+    )
+    row(
+        "gangs split across domains",
+        (
+            f"{m.topology_gangs - m.gangs_in_domain} of {m.topology_gangs}"
+            for m in scores
+        ),
+    )
+    row("pending workloads", (str(len(p.pending)) for p in plans))
+    console.print(summary)
+    console.print(_fates(snapshot, plans))
+    return buf.getvalue()
+
+
+def _fates(snapshot: Snapshot, plans: Sequence[Plan]) -> Table:
+    """Pending workloads, and running ones any plan preempts, one row each."""
+    table = Table(title="Workloads", title_justify="left")
+    for col in ("workload", "priority", "GPUs"):
+        table.add_column(col)
+    for p in plans:
+        table.add_column(p.solver.name)
+    victims = {v.workload for p in plans for v in p.preemptions}
+    shown = [w for w in snapshot.pending] + [
+        w for w in snapshot.running if w.key in victims
+    ]
+    for w in shown:
+        gpus = (
+            workload_gpus(w)
+            if w.admission
+            else sum(gpus_of(ps.requests) * ps.count for ps in w.pod_sets)
+        )
+        cells = [_fate(snapshot, p, w) for p in plans]
+        table.add_row(w.key, str(w.priority), str(gpus), *cells)
+    return table
+
+
+def _fate(snapshot: Snapshot, plan: Plan, w: Workload) -> str:
+    for v in plan.preemptions:
+        if v.workload == w.key:
+            return f"preempted by {v.preemptor}"
+    if w.admission is not None:
+        return "keeps running"
+    admission = next((a for a in plan.admissions if a.workload == w.key), None)
+    if admission is None:
+        return "pending"
+    parts = []
+    for psa in admission.pod_set_assignments:
+        ps = w.pod_set(psa.name)
+        span = pod_set_span(snapshot, ps, psa) if ps is not None else None
+        where = ""
+        if ps is not None and span is not None:
+            asked = ps.topology.required or ps.topology.preferred
+            split = "SPLIT " if asked and len(span[1]) > 1 else ""
+            where = split + " + ".join(span[1]) + ": "
+        parts.append(where + _hosts(psa))
+    return "\n".join(parts)

@@ -34,8 +34,9 @@ from placewise.models.workload import (
     TopologyDomain,
     Workload,
 )
+from tests.shared import KUEUE_CASES
 
-CASES = Path(__file__).resolve().parents[1].parent / "shared" / "kueue-cases"
+CASES = KUEUE_CASES
 
 
 def list_cases() -> list[Path]:

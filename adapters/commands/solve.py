@@ -81,10 +81,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "quiescence (victims preempted in a cycle are gone in the next)",
     )
     p.add_argument(
+        "--compare",
+        choices=SOLVERS,
+        metavar="SOLVER",
+        help="also solve with SOLVER (e.g. greedy, what Kueue would do) and "
+        "print both plans: side by side with --format table (the default "
+        "then), as two YAML documents or a JSON list otherwise",
+    )
+    p.add_argument(
         "--format",
         choices=output.FORMATS,
-        default="yaml",
-        help="output format (default: %(default)s)",
+        default=None,
+        help="output format (default: yaml; table with --compare)",
     )
     p.add_argument(
         "-o",
@@ -105,26 +113,33 @@ def run(args: argparse.Namespace) -> int:
             where = Location(file=args.policy, kind="Policy")
             raise InstanceError([Problem(where, str(exc))]) from None
     snapshot = load(args.instances)
-    with spinner(f"solving with {args.solver}"):
-        plan = solve(
-            snapshot,
-            SolveParams(
-                solver=args.solver,
-                cycles=args.cycles,
-                time_limit=args.time_limit,
-                workers=args.workers,
-                seed=args.seed,
-                deterministic_time=args.deterministic_time,
-                policy=policy,
-            ),
+    plans = []
+    for solver in [args.compare, args.solver] if args.compare else [args.solver]:
+        with spinner(f"solving with {solver}"):
+            plan = solve(
+                snapshot,
+                SolveParams(
+                    solver=solver,
+                    cycles=args.cycles,
+                    time_limit=args.time_limit,
+                    workers=args.workers,
+                    seed=args.seed,
+                    deterministic_time=args.deterministic_time,
+                    policy=policy,
+                ),
+            )
+        log.info(
+            "%s: %d admitted, %d preempted, %d pending in %.3fs",
+            plan.solver.name,
+            len(plan.admissions),
+            len(plan.preemptions),
+            len(plan.pending),
+            plan.solver.wall_seconds,
         )
-    log.info(
-        "%s: %d admitted, %d preempted, %d pending in %.3fs",
-        plan.solver.name,
-        len(plan.admissions),
-        len(plan.preemptions),
-        len(plan.pending),
-        plan.solver.wall_seconds,
-    )
-    output.write(plan, args.format, args.output)
+        plans.append(plan)
+    if args.compare:
+        text = output.render_many(plans, args.format or "table", snapshot)
+        output.emit(text, args.output)
+    else:
+        output.write(plan, args.format or "yaml", args.output, snapshot=snapshot)
     return 0

@@ -92,16 +92,16 @@ def gpus_of(amounts: Mapping[str, int]) -> int:
     return sum(v for r, v in amounts.items() if r in ACCELERATORS)
 
 
-def _psa_gpus(psa: PodSetAssignment) -> int:
+def pod_set_gpus(psa: PodSetAssignment) -> int:
     """Accelerators that hold quota (a resource without a flavor holds none)."""
     usage = psa.resource_usage
     return sum(v for r, v in usage.items() if r in ACCELERATORS and r in psa.flavors)
 
 
-def _workload_gpus(w: Workload) -> int:
+def workload_gpus(w: Workload) -> int:
     if w.admission is None:
         return 0
-    return sum(_psa_gpus(p) for p in w.admission.pod_set_assignments)
+    return sum(pod_set_gpus(p) for p in w.admission.pod_set_assignments)
 
 
 def admitted_pod_sets(
@@ -130,10 +130,10 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
     running = {w.key: w for w in snapshot.running}
     evicted = {p.workload for p in plan.preemptions if p.workload in running}
     admitted_gpus = sum(
-        _psa_gpus(p) for a in plan.admissions for p in a.pod_set_assignments
+        pod_set_gpus(p) for a in plan.admissions for p in a.pod_set_assignments
     )
-    preempted_gpus = sum(_workload_gpus(running[k]) for k in evicted)
-    before = sum(_workload_gpus(w) for w in running.values())
+    preempted_gpus = sum(workload_gpus(running[k]) for k in evicted)
+    before = sum(workload_gpus(w) for w in running.values())
 
     tiers: dict[int, int] = {
         w.priority: 0 for w in (*snapshot.pending, *snapshot.running)
@@ -141,9 +141,9 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
     for a in plan.admissions:
         w = pending.get(a.workload)
         if w is not None:
-            tiers[w.priority] += sum(_psa_gpus(p) for p in a.pod_set_assignments)
+            tiers[w.priority] += sum(pod_set_gpus(p) for p in a.pod_set_assignments)
     for k in evicted:
-        tiers[running[k].priority] -= _workload_gpus(running[k])
+        tiers[running[k].priority] -= workload_gpus(running[k])
 
     used, unplaced = node_usage(snapshot, plan, held)
     capacity = 0
@@ -203,7 +203,7 @@ def node_usage(
             continue
         for psa in w.admission.pod_set_assignments:
             if not _hostname_leaves(snapshot, psa) or psa.count <= 0:
-                unplaced += _psa_gpus(psa)
+                unplaced += pod_set_gpus(psa)
                 continue
             per_pod = {
                 r: v // psa.count for r, v in psa.resource_usage.items() if r != PODS
@@ -213,7 +213,7 @@ def node_usage(
                 _add(used, d.values[-1], per_pod, d.count)
     for _, ps, psa in admitted_pod_sets(snapshot, plan):
         if not _hostname_leaves(snapshot, psa):
-            unplaced += _psa_gpus(psa)
+            unplaced += pod_set_gpus(psa)
             continue
         per_pod = {r: v for r, v in ps.requests.items() if r != PODS and v > 0}
         assert psa.topology_assignment is not None
@@ -299,18 +299,30 @@ def _span_level(ps: PodSet, levels: tuple[str, ...]) -> str | None:
     return levels[-1] if levels else None
 
 
+def pod_set_span(
+    snapshot: Snapshot, ps: PodSet, psa: PodSetAssignment
+) -> tuple[str, list[str]] | None:
+    """The level an admitted pod set is judged at (its required/preferred
+    level, else the one above the hosts) and the domains of that level its
+    pods occupy, sorted; None without a topology assignment."""
+    ta = psa.topology_assignment
+    if ta is None:
+        return None
+    level = _span_level(ps, _topology_levels(snapshot, psa))
+    if level is None:
+        return None
+    return level, sorted(set(_domains(snapshot, ta.levels, ta.domains, level)))
+
+
 def topology_quality(snapshot: Snapshot, plan: Plan) -> tuple[int, int, list[int]]:
     """(gangs with a level, of which within one domain, domains spanned each)."""
     gangs = in_domain = 0
     spans: list[int] = []
     for _, ps, psa in admitted_pod_sets(snapshot, plan):
-        ta = psa.topology_assignment
-        if ta is None or psa.count <= 1:
+        span = pod_set_span(snapshot, ps, psa) if psa.count > 1 else None
+        if span is None:
             continue
-        level = _span_level(ps, _topology_levels(snapshot, psa))
-        if level is None:
-            continue
-        domains = set(_domains(snapshot, ta.levels, ta.domains, level))
+        domains = span[1]
         spans.append(len(domains))
         if ps.topology.required or ps.topology.preferred:
             gangs += 1

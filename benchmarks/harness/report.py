@@ -25,15 +25,9 @@ import matplotlib.pyplot as plt
 
 from placewise.benchmarks.harness.matrix import LIMIT, SCALE_FAMILIES, SOLVERS
 from placewise.benchmarks.harness.metrics import Metrics, compare_tiers
+from placewise.benchmarks.harness.plots import COLORS as COLORS
+from placewise.benchmarks.harness.plots import plot_priority, plot_scale
 from placewise.benchmarks.harness.runner import RunResult
-
-COLORS = {
-    "kueue": "#4c72b0",
-    "kube-default": "#dd8452",
-    "binpack-gang": "#55a868",
-    "cpsat": "#c44e52",
-    LIMIT: "#333333",
-}
 
 CSV_FIELDS = (
     "family",
@@ -214,6 +208,7 @@ METRIC_GETTERS: dict[str, Callable[[Metrics], float | None]] = {
     ),
     "domains_per_gang": lambda m: m.domains_per_gang,
     "preemptions": lambda m: m.preemptions,
+    "preempted_gpus": lambda m: m.preempted_gpus,
     "partial_gangs": lambda m: m.partial_gangs,
     "partial_gpus": lambda m: m.partial_gpus,
 }
@@ -419,6 +414,8 @@ def write_markdown(path: Path, inputs: ReportInputs, plots: Mapping[str, str]) -
             out += ["", f"By priority tiers (lexicographic, best first): {rank}"]
         if family in plots:
             out += ["", f"![{family}]({plots[family]})"]
+        if f"{family}:priority" in plots:
+            out += ["", f"![{family} by priority]({plots[f'{family}:priority']})"]
     scale = [f for f in SCALE_FAMILIES if f in agg]
     if scale:
         out += ["", "## Scale sweep: wall time (s) against hosts", ""]
@@ -529,36 +526,6 @@ def plot_family(
     plt.close(fig)
 
 
-def plot_scale(
-    path: Path,
-    agg: Mapping[str, Mapping[str, Cell]],
-    hosts: Mapping[str, int],
-    solvers: Sequence[str],
-) -> bool:
-    fams = [f for f in SCALE_FAMILIES if f in agg]
-    if len(fams) < 2:
-        return False
-    fig, ax = plt.subplots(figsize=(5.5, 4))
-    for s in [*solvers, LIMIT]:
-        pts = [(hosts[f], agg[f][s].values.get("wall_s")) for f in fams if s in agg[f]]
-        xy = [(x, y) for x, y in pts if y is not None and y > 0]
-        if xy:
-            ax.plot(
-                *zip(*xy, strict=True), marker="o", label=s, color=COLORS.get(s, "#888")
-            )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("hosts")
-    ax.set_ylabel("wall time (s)")
-    ax.set_title("scale sweep (median over seeds)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
 def write_report(out_dir: Path, inputs: ReportInputs) -> dict[str, Path]:
     """Write summary.md, runs.csv and the plots; returns what was written."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -575,6 +542,10 @@ def write_report(out_dir: Path, inputs: ReportInputs) -> dict[str, Path]:
         plot_family(p, family, cells, solvers)
         plots[family] = f"plots/{p.name}"
         written[f"plot:{family}"] = p
+        p = plots_dir / f"{family}-priority.png"
+        if plot_priority(p, family, cells, solvers, tier_order(cells, solvers)):
+            plots[f"{family}:priority"] = f"plots/{p.name}"
+            written[f"plot:{family}:priority"] = p
     p = plots_dir / "scale.png"
     if plot_scale(p, agg, hosts, solvers):
         plots["scale"] = "plots/scale.png"

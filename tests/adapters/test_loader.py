@@ -11,9 +11,9 @@ from placewise.adapters.cli import main
 from placewise.adapters.loader import load_snapshot, snapshot_from_text
 from placewise.models.errors import InstanceError
 from placewise.models.quantity import UNLIMITED
+from tests.shared import EXPECTED, KUEUE_CASES, requires_shared
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-CASES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-cases"
 
 # file -> (substrings every message must contain)
 MALFORMED = {
@@ -51,10 +51,11 @@ MALFORMED = {
 }
 
 
+@requires_shared
 def test_every_kueue_case_loads() -> None:
     """All instance.yaml files under ../shared/kueue-cases load without error."""
-    paths = sorted(CASES.glob("*/*/instance.yaml"))
-    assert len(paths) >= 150
+    paths = sorted(KUEUE_CASES.glob("*/*/instance.yaml"))
+    assert len(paths) >= sum(EXPECTED.values())
     for path in paths:
         snap = load_snapshot([path])
         assert snap.workloads, path

@@ -7,14 +7,12 @@ from pathlib import Path
 import pytest
 
 from placewise.benchmarks.fgd.trace import Trace, load_trace
-
-SHARED = Path(__file__).parents[2] / ".." / "shared"
+from tests.shared import SHARED, skip_if_missing
 
 
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    if not (SHARED / "data" / "alibaba-gpu-v2023").is_dir():
-        pytest.skip("../shared with the openb data is not beside the checkout")
+    skip_if_missing()
     return SHARED
 
 

@@ -29,20 +29,32 @@ def test_accepts_valid_and_books_cards(trace: Trace) -> None:
     assert led.used_gpu_milli == milli + 2000
 
 
+def _small_node_for(trace: Trace, led: Ledger, pod: int, gpus: int) -> int:
+    """A ``gpus``-card node with the CPU, memory and GPU model ``pod`` needs,
+    so that only its cards can be wrong."""
+    for node in np.flatnonzero(trace.node_gpus == gpus):
+        if (led.why_not(pod, int(node), []) or "").startswith("needs"):
+            return int(node)
+    raise AssertionError(f"no {gpus}-card node fits pod {pod} but for its cards")
+
+
 def test_rejects_breaches(trace: Trace) -> None:
+    """Each breach is rejected for its own reason, not an earlier rule's."""
     led = Ledger(trace)
     share, whole, cpu_only = (
         _pod(trace, 1, True),
         _pod(trace, 8, False),
         _pod(trace, 0, True),
     )
-    n8, n2 = _node(trace, 8), _node(trace, 2)
-    assert (
-        led.why_not(whole, n2, list(range(8))) is not None
-    )  # 8 cards on a 2-card node
-    assert led.why_not(share, n8, [0, 1]) is not None  # sharing pod on two cards
-    assert led.why_not(whole, n8, [0] * 8) is not None  # repeated card
-    assert led.why_not(cpu_only, n8, [0]) is not None  # CPU-only pod given a card
+    n8 = _node(trace, 8)
+    n2 = _small_node_for(trace, led, whole, 2)
+    assert led.why_not(whole, n2, range(8)) == (
+        "card 2 does not exist on a 2-card node"
+    )
+    assert led.why_not(share, n8, [0, 1]) == "needs 1 distinct cards, got [0, 1]"
+    assert led.why_not(whole, n8, [0] * 8) == (f"needs 8 distinct cards, got {[0] * 8}")
+    assert led.why_not(cpu_only, n8, [0]) == "CPU-only pod given cards"
+    assert led.why_not(whole, n8, range(8)) is None
     led.commit(whole, n8, range(8))
     assert "milli left" in (led.why_not(share, n8, [5]) or "")
     with pytest.raises(Infeasible):

@@ -37,6 +37,7 @@ from placewise.models.workload import (
     TopologyAssignment,
     TopologyDomain,
 )
+from tests.shared import requires_shared
 from tests.solver.test_baselines import HOST, RACK, cluster, pod, snap, workload
 
 SOLVER = SolverInfo(name="hand", status="FEASIBLE")
@@ -93,7 +94,7 @@ def four_hosts() -> Snapshot:
     """Racks r1 = a1, a2 and r2 = b1, b2 (8 GPUs each); a1 has a 3-GPU pod;
     a low-priority 2 x 4-GPU workload runs on b1; three pending workloads."""
     return snap(
-        *cluster({"r1": ["a1", "a2"], "r2": ["b1", "b2"]}),
+        *cluster({"r1": ["a1", "a2"], "r2": ["b1", "b2"]}, within="LowerPriority"),
         pod("inference", "a1", gpus=3),
         running("old", {"b1": 2}, gpus=4, priority=0),
         workload("gang", 2, 4, priority=100, topology=f"preferred: {RACK}"),
@@ -104,7 +105,8 @@ def four_hosts() -> Snapshot:
 
 def test_metrics_of_a_hand_made_plan(four_hosts):
     """The gang spans both racks (preferred, not required), the solo job
-    lands beside the inference pod; the running workload is preempted."""
+    lands beside the inference pod; the running workload is preempted (a
+    plan the validator accepts: metrics of an infeasible plan mean nothing)."""
     plan = Plan(
         solver=SOLVER,
         admissions=(
@@ -118,6 +120,7 @@ def test_metrics_of_a_hand_made_plan(four_hosts):
         ),
         pending=(PlanPending(workload="team/huge", reason="no room"),),
     )
+    assert validate(four_hosts, plan) == []
     m = metrics.compute(four_hosts, plan)
     assert m.admitted_workloads == 2
     assert m.admitted_gpus == 10
@@ -145,6 +148,7 @@ def test_stranded_gpus_are_free_gpus_no_pending_shape_fits(four_hosts):
             PlanPending(workload="team/huge", reason="x"),
         ),
     )
+    assert validate(four_hosts, plan) == []
     m = metrics.compute(four_hosts, plan)
     # a1: 3 + 4 used -> 1 free (stranded); a2: 4 used -> 4 free (a 2-GPU pod fits).
     assert m.stranded_gpus == 1
@@ -243,6 +247,7 @@ def test_matrix_orders_big_instances_first_and_rejects_unknown_names():
         build_tasks(["default"], ["magic"], [1], 1.0, 1, 60.0)
 
 
+@requires_shared
 def test_published_reference_and_replay_summaries():
     from placewise.benchmarks.fgd.report import RunSummary
 
@@ -346,6 +351,19 @@ def test_tiny_bench_writes_markdown_csv_and_plots(tmp_path):
     text = (out / "summary.md").read_text()
     assert "| default | 64 | 40 |" in text
     assert Path(out / "plots" / "default.png").stat().st_size > 1000
+    assert Path(out / "plots" / "default-priority.png").stat().st_size > 1000
+    assert "(plots/default-priority.png)" in text
+
+
+def test_priority_plot_inputs_and_scale_title():
+    """Tier medians are per priority over seeds; a partial sweep says so."""
+    from placewise.benchmarks.harness.matrix import SCALE_FAMILIES
+    from placewise.benchmarks.harness.plots import scale_title, tier_medians
+
+    tiers = {1: ((100, 8), (10, -8)), 2: ((100, 4), (10, 0)), 3: ((100, 0),)}
+    assert tier_medians(tiers) == {100: 4.0, 10: -4.0}
+    assert scale_title(SCALE_FAMILIES) == "scale sweep (median over seeds)"
+    assert scale_title(SCALE_FAMILIES[:2]).startswith("wall time at 2 of 5 sweep")
 
 
 def test_bench_rejects_bad_options(tmp_path, capsys):

@@ -18,6 +18,7 @@ from placewise.models.validate import validate
 from placewise.solver.baselines import BASELINES, run_baseline
 from placewise.solver.baselines.binpack_gang import run_binpack_gang
 from placewise.solver.baselines.kube_default import run_kube_default
+from tests.shared import EXPECTED, requires_shared
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = sorted((ROOT / "instances" / "demo").glob("*.yaml"))
@@ -29,8 +30,10 @@ def cluster(
     racks: dict[str, list[str]],
     gpu_quota: int = 64,
     strategy: str = "BestEffortFIFO",
+    within: str = "Never",
 ) -> list[str]:
-    """A TAS flavor over hosts of 8 GPUs / 64 CPU, one queue with GPU quota."""
+    """A TAS flavor over hosts of 8 GPUs / 64 CPU, one queue with GPU quota
+    (``within``: its withinClusterQueue preemption policy)."""
     docs = [
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n",
         f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology\nmetadata: {{name: t}}\n"
@@ -40,6 +43,7 @@ def cluster(
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
         "metadata: {name: cq}\nspec:\n  namespaceSelector: {}\n"
         f"  queueingStrategy: {strategy}\n"
+        f"  preemption: {{withinClusterQueue: {within}}}\n"
         "  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n"
         "    flavors:\n    - name: gpu\n      resources:\n"
         "      - {name: cpu, nominalQuota: '1000'}\n"
@@ -273,14 +277,14 @@ def test_kube_default_is_deterministic_for_a_seed(family_snapshots):
     assert a.model_copy(update={"solver": b.solver}) == b
 
 
+@requires_shared
 def test_plans_are_valid_on_every_kueue_case():
     """Kueue's own unit-test instances cover corners the families do not
     (inactive queues, cohort trees, slices that cannot nest, taints)."""
     from tests.kueue_cases import case_id, instance_path, list_cases
 
     cases = list_cases()
-    if not cases:
-        pytest.skip("../shared/kueue-cases is not beside the checkout")
+    assert len(cases) >= sum(EXPECTED.values())
     bad = []
     for case in cases:
         s = load_snapshot([instance_path(case)])

@@ -8,9 +8,11 @@ still valid and never worse than the greedy (or the greedy itself)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
+from placewise.adapters.loader import load_snapshot
 from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
@@ -51,3 +53,25 @@ def test_multi_team_plan_is_valid_and_not_worse_than_greedy(
     assert demand_vector(snap, plan) >= demand_vector(snap, greedy)
     if plan.solver.status == "FALLBACK":
         assert plan.admissions == greedy.admissions
+
+
+DEMO = sorted((Path(__file__).parents[2] / "instances" / "demo").glob("*.yaml"))
+
+
+def test_cold_start_on_the_demo_finds_the_optimizers_own_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With every warm start refused as a hint, the search starts cold and
+    still returns its own plan, better than Kueue's (which preempts sweep-3)."""
+    monkeypatch.setattr(CPModel, "hint", lambda self, plan: None)
+    snap = load_snapshot(DEMO)
+    greedy = solve_greedy(snap)
+    assert greedy.preemptions
+    logging.disable(logging.WARNING)
+    try:
+        plan = solve_cpsat(snap, CpSatParams(time_limit=10, workers=1, seed=0))
+    finally:
+        logging.disable(logging.NOTSET)
+    assert plan.solver.status in ("OPTIMAL", "FEASIBLE")
+    assert plan.preemptions == ()
+    assert demand_vector(snap, plan) > demand_vector(snap, greedy)

@@ -1,5 +1,6 @@
-"""The optimizer on Kueue's own cases: every plan is feasible and never
-worse than the greedy under the objective."""
+"""The optimizer on Kueue's own cases: every plan is feasible (validated by
+tests/plan_audit.py, the greedy floor too) and never worse than the greedy
+under the objective."""
 
 from __future__ import annotations
 
@@ -7,32 +8,53 @@ from pathlib import Path
 
 import pytest
 
-from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.problem.data import compile_problem
+from tests.kueue_cases import case_id
+from tests.shared import EXPECTED, params, requires_shared
+from tests.solver.exhaustive import demand_vector
 from tests.solver.test_greedy_kueue_cases import case_dirs, load_case
 
 PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)
+NOT_REPRESENTABLE = {
+    "fairsharing/cohort-with-zero-weight-can-reclaim-nominal-quota": (
+        "queue a (nominal 0) borrows cohort A's quota and reclaims it from b, "
+        "which borrows it through the parent cohort ROOT: Kueue and the greedy "
+        "preempt b1, the validator accepts the plan, the model does not offer "
+        "that reclaim (so the greedy plan cannot be its hint)"
+    ),
+}
+"""Cases whose greedy (Kueue) plan the model rejects; listed so that a fix, or
+a new case, is noticed.  They are compared on the tier vector instead."""
 
 
-@pytest.mark.parametrize("case", case_dirs(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@requires_shared
+def test_every_case_is_run() -> None:
+    assert len(case_dirs()) >= sum(EXPECTED.values())
+
+
+@pytest.mark.parametrize("case", params(case_dirs(), ids=case_id))
 def test_cpsat_plan_is_valid_and_not_worse(case: Path) -> None:
-    """CP-SAT's plan passes the validator and its objective is >= greedy's."""
+    """CP-SAT's plan (valid) scores >= the greedy's (valid) under the model's
+    own stage values; both plans are representable in the model."""
     snap = load_case(case)
     plan = solve_cpsat(snap, PARAMS)
     assert plan.solver.name == "cpsat"
-    violations = validate(snap, plan)
-    assert not violations, "\n".join(map(str, violations))
     greedy = solve_greedy(snap)
+    if plan.solver.status == "FALLBACK":
+        # The warm start came back: Kueue's plan or a better best-fit one.
+        assert demand_vector(snap, plan) >= demand_vector(snap, greedy)
+        return
     model = CPModel(compile_problem(snap), PARAMS)
     want, got = model.hint(greedy), model.hint(plan)
-    if plan.solver.status == "FALLBACK":
-        assert plan.admissions == greedy.admissions
-        return
     assert got is not None, "the optimizer's own plan must be representable"
-    if want is not None:
-        stages = model.stages
-        assert [s.value(got) for s in stages] >= [s.value(want) for s in stages]
+    if case_id(case) in NOT_REPRESENTABLE:
+        assert want is None, "representable now: drop it from NOT_REPRESENTABLE"
+        assert demand_vector(snap, plan) >= demand_vector(snap, greedy)
+        return
+    assert want is not None, "Kueue's plan must be representable on its own cases"
+    stages = model.stages
+    assert [s.value(got) for s in stages] >= [s.value(want) for s in stages]

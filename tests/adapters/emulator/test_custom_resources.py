@@ -10,9 +10,9 @@ from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
 from placewise.adapters.emulator import Emulator, load_instance_files, read_objects
+from tests.shared import KUEUE_CASES, requires_shared
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "kueue-cases"
 
 
 def _workload(name: str) -> dict:
@@ -200,11 +200,9 @@ items:
         )
 
 
-@pytest.mark.skipif(
-    not SHARED.exists(), reason="shared kueue cases not beside the repo"
-)
+@requires_shared
 def test_loads_a_kueue_case_file() -> None:
-    files = sorted(SHARED.glob("preemption/*/instance.yaml"))[:1]
+    files = sorted(KUEUE_CASES.glob("preemption/*/instance.yaml"))[:1]
     objects = load_instance_files(files)
     workloads = [o for o in objects if o["kind"] == "Workload"]
     with Emulator(objects) as emu:

@@ -20,6 +20,7 @@ from kubernetes import client
 from placewise.adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin
 from placewise.adapters.serve import Kube, ServeConfig, Sidecar
 from tests.helpers import node_object
+from tests.plan_audit import watch_published
 
 JSON = dict[str, Any]
 GPU = "example.com/gpu"
@@ -131,7 +132,9 @@ class Harness:
         self.standins: list[SchedulerStandin] = []
 
     def sidecar(self, **kw: Any) -> Sidecar:
-        sc = Sidecar(serve_config(**kw), Kube(self.emu.api_client())).start()
+        sc = Sidecar(serve_config(**kw), Kube(self.emu.api_client()))
+        watch_published(sc.loop)
+        sc.start()
         self.sidecars.append(sc)
         return sc
 

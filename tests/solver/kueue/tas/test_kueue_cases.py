@@ -8,7 +8,6 @@ Where the Go test states a failure reason we check it word for word.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +16,9 @@ import yaml
 from placewise.adapters.loader import load_snapshot
 from placewise.models.workload import SliceLayer, Workload
 from placewise.solver.kueue.tas import TasPodSetRequest, TasState
+from tests.shared import KUEUE_CASES, params, requires_shared
 
-CASES = Path(__file__).resolve().parents[4].parent / "shared" / "kueue-cases" / "tas"
+CASES = KUEUE_CASES / "tas"
 
 ERRATA: dict[str, dict[str, tuple[SliceLayer, ...]]] = {
     # The instance is written in v1beta1, which has no
@@ -140,12 +140,13 @@ def _domains(ta: Any) -> tuple[tuple[str, ...], frozenset[tuple[tuple[str, ...],
     return tuple(ta.levels), frozenset((d.values, d.count) for d in ta.domains)
 
 
+@requires_shared
 def test_case_count() -> None:
     """The transcription holds about fifty placement cases; all are run."""
     assert len(topology_cases()) >= 50
 
 
-@pytest.mark.parametrize("case", topology_cases())
+@pytest.mark.parametrize("case", params(topology_cases(), ids=str))
 def test_find_topology_assignments(case: str) -> None:
     expected = yaml.safe_load((CASES / case / "expected.yaml").read_text())
     snap = load_snapshot([CASES / case / "instance.yaml"])

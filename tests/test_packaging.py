@@ -1,0 +1,67 @@
+"""pyproject.toml and the Makefile: what a newcomer installs and runs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+SOURCES = ("models", "solver", "adapters", "benchmarks")
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[=<>!~\[; ]", requirement, maxsplit=1)[0].lower()
+
+
+def test_license_is_an_spdx_expression() -> None:
+    """A ``{text = ...}`` table is deprecated by setuptools (a build warning)."""
+    assert PROJECT["license"] == "Apache-2.0"
+
+
+def test_every_dependency_is_pinned_and_imported() -> None:
+    """A pin nothing imports (networkx was one) only costs installs."""
+    modules: dict[str, set[str]] = {}
+    for module, dists in packages_distributions().items():
+        for dist in dists:
+            modules.setdefault(dist.lower().replace("_", "-"), set()).add(module)
+    code = "\n".join(
+        p.read_text() for folder in SOURCES for p in (ROOT / folder).rglob("*.py")
+    )
+    unused = []
+    for requirement in PROJECT["dependencies"]:
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", requirement)
+        names = modules.get(_name(requirement), set())
+        assert names, f"{requirement} is not installed"
+        if not any(
+            re.search(rf"^\s*(from|import) {re.escape(m)}\b", code, re.M) for m in names
+        ):
+            unused.append(requirement)
+    assert unused == []
+
+
+def _dry_run(target: str, tmp_path: Path) -> str:
+    done = subprocess.run(
+        ["make", "-n", target, f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_demo_installs_without_dev_extras(tmp_path: Path) -> None:
+    demo = _dry_run("demo", tmp_path)
+    assert "pip install --quiet -e .\n" in demo
+    assert "[dev]" not in demo
+    assert "placewise solve instances/demo/*.yaml --compare greedy" in demo
+    assert "pip install --quiet -e '.[dev]'" in _dry_run("test", tmp_path)
