@@ -14,6 +14,7 @@ from math import gcd
 
 from ortools.sat.python import cp_model
 
+from placewise.models.cluster import PODS
 from placewise.models.quantity import UNLIMITED
 from placewise.solver.cpsat.placement import Placement
 from placewise.solver.cpsat.variables import Derive, Variables
@@ -56,14 +57,21 @@ class Constraints:
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
         scale) for queues whose usage some decision changes."""
 
-    def add_constraints(self) -> None:
+    def add_constraints(self, relaxed: bool = False) -> None:
+        """``relaxed``: a relaxation of every plan the validator accepts, for
+        bounds — pods only need room in each TAS flavor's total capacity, and
+        StrictFIFO order (which the validator does not judge) is dropped."""
         self._pod_counts()
         self._one_flavor_per_group()
         self._collect_usage()  # before quota and victims, which read it
         self._quota_with_cohorts()
-        self._placement()
+        if relaxed:
+            self._aggregate_capacity()
+        else:
+            self._placement()
         self._victims_need_preemptors()
-        self._strict_fifo()
+        if not relaxed:
+            self._strict_fifo()
 
     # -- admission and flavors -------------------------------------------------
 
@@ -210,6 +218,34 @@ class Constraints:
             self.model, data, data.layout, self.v.victims, self.v.derive, units, chosen
         )
         self.placement.build()
+
+    def _aggregate_capacity(self) -> None:
+        """Per TAS flavor and resource: pods fit the flavor's free capacity
+        summed over its leaves, plus everything victims there could free."""
+        data = self.data
+        rows: dict[tuple[str, str], LinearTerms] = defaultdict(list)
+        for pd in data.pod_sets:
+            if not pd.tas:
+                continue
+            per_pod = dict(pd.ps.requests)
+            per_pod[PODS] = 1
+            for (_rg, f), u in self.v.pod_sets[pd.idx].u.items():
+                if f in data.topos:
+                    for r, q in per_pod.items():
+                        if q > 0:
+                            rows[(f, r)].append((q, u))
+        for (f, r), terms in sorted(rows.items()):
+            leaves = set(data.topos[f].leaves)
+            free = sum(max(0, data.leaves[lf].free.get(r, 0)) for lf in leaves)
+            if free >= UNLIMITED // 2:
+                continue
+            for vd, x in zip(data.victims, self.v.victims, strict=True):
+                back = sum(
+                    u.get(r, 0) for lf, u in vd.leaf_usage.items() if lf in leaves
+                )
+                if back:
+                    terms = [*terms, (-back, x)]
+            self.model.add(sum(c * x for c, x in terms) <= free)
 
     # -- preemption and queues -------------------------------------------------------
 

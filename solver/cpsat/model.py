@@ -36,17 +36,22 @@ class CpSatParams:
 
 
 class CPModel:
-    def __init__(self, data: ModelData, params: CpSatParams) -> None:
+    def __init__(
+        self, data: ModelData, params: CpSatParams, relaxed: bool = False
+    ) -> None:
+        """``relaxed``: the bounding model (see :meth:`Constraints.add_constraints`)
+        — no placement detail, no tie-break stages, never decoded into a plan."""
         self.data = data
         self.params = params
+        self.relaxed = relaxed
         self.model = cp_model.CpModel()
         self.vars = Variables(self.model, data)
         self.cons = Constraints(self.model, data, self.vars)
-        self.cons.add_constraints()
+        self.cons.add_constraints(relaxed)
         self.objective = Objective(
             self.model, data, self.vars, self.cons, params.policy
         )
-        self.stages: list[Stage] = self.objective.build()
+        self.stages: list[Stage] = self.objective.build(relaxed)
 
     @property
     def size(self) -> int:

@@ -82,13 +82,16 @@ class Objective:
         self.model, self.data, self.v, self.c, self.policy = model, data, v, c, policy
         self.cap = capacity(data.snapshot)
 
-    def build(self) -> list[Stage]:
+    def build(self, relaxed: bool = False) -> list[Stage]:
+        """The stages; a ``relaxed`` model (bounds only) has no tie-breaks."""
         if self.policy.objective == "gpus":
             gpus, _ = self._demand(None)
             stages = [Stage("gpus", gpus.terms, gpus.lo, gpus.hi, None, gpus.terms)]
         else:
             stages = [self._tier(t) for t in self._tiers()]
         stages = [s for s in stages if s.terms]
+        if relaxed:
+            return stages
         tail: list[Criterion] = []
         if self.policy.preemption:
             tail.append(self._preemption_cost())

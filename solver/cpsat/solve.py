@@ -79,6 +79,10 @@ RESTRICT_CELLS = 40_000
 """Candidate (pod set, domain) cells above which each pod set keeps only its
 roomiest domains (plus its warm start's): the model must build in seconds."""
 RESTRICT_TO = 8
+RACE_VARIABLES = 30_000
+"""Models up to this size also run HiGHS's MIP beside CP-SAT on each GPU
+stage (it proves the bound CP-SAT's search alone does not reach); beyond it
+the MIP would not get past its root within the budget."""
 
 
 def _warm_start(
@@ -130,7 +134,11 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
         log.warning("cpsat: the warm start is not representable; cold start")
     log.info("cpsat: hint ready at %.1fs", time.perf_counter() - start)
     deadline = start + params.time_limit - min(MARGIN, 0.05 * params.time_limit)
-    values, results = run_stages(model, hint, deadline, progress=log.info)
+    relaxed = CPModel(data, params, relaxed=True) if restricted else None
+    race = params.deterministic_time is None and model.size <= RACE_VARIABLES
+    values, results = run_stages(
+        model, hint, deadline, relaxed, progress=log.info, race=race
+    )
     if values is None:
         return _fallback(warm, start, "no solution within the time limit")
     for a in warm.admissions:
@@ -179,7 +187,8 @@ def _report(
         if not st.gpus:
             continue
         got = sum(c * values[x.index] for c, x in st.gpus)
-        bound = r.bound if r.bound is not None and not restricted else st.hi
+        proven = [r.relaxed_bound] if restricted else [r.bound, r.relaxed_bound]
+        bound = min((b for b in proven if b is not None), default=st.hi)
         slack[st.tier] = max(0, st.gpu_bound(bound) - got)
     if pol.objective == "gpus":
         tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)

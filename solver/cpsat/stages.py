@@ -2,21 +2,28 @@
 
 Each stage maximises its criterion with the earlier stages held at the
 values found; the incumbent hints every stage, so none can end below it.
-A stage is skipped when the incumbent already reaches its ceiling, and
-CP-SAT ends one as soon as its bound meets the incumbent (OPTIMAL).  Time
-is shared by weight (priority tiers 3, tie-breaks 1) over the stages left,
-so a stage that finishes early hands its time to the next.
+A GPU stage is first solved on the *relaxed* model (pods need only room in
+their flavor's total capacity; no StrictFIFO): small, usually proven within
+a fraction of a second, and a valid ceiling on every plan the validator
+accepts.  That ceiling caps the stage in the full model — when the incumbent
+already reaches it the full stage is skipped as proven, otherwise CP-SAT
+stops as soon as it reaches it.  Time is shared by weight (GPU stages 3,
+tie-breaks 1) over the stages left, so a stage that ends early hands its
+time to the next.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from placewise.solver.bound_new.export import export
+from placewise.solver.bound_new.highs import HighsResult, Running
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.cpsat.objective import Stage
 
@@ -24,6 +31,10 @@ log = logging.getLogger("placewise.cpsat")
 
 TIER_WEIGHT = 3
 """Time weight of a GPU stage against a tie-break stage."""
+TOP_WEIGHT = 6
+"""Time weight of the first GPU stage: the top tier is what a bound is read for."""
+DUAL_SHARE = 0.25
+"""Share of a GPU stage's time the relaxed model may use for its ceiling."""
 
 
 @dataclass(slots=True)
@@ -33,7 +44,11 @@ class StageResult:
     """OPTIMAL, FEASIBLE, SKIPPED (incumbent at the ceiling) or NO_SOLUTION."""
     value: int | None
     bound: int | None
+    """Proven bound on the stage objective over the full model (None: none)."""
     seconds: float
+    relaxed_bound: int | None = None
+    """Proven bound from the relaxed model: valid for every validator-feasible
+    plan whatever the full model was restricted to."""
 
 
 Progress = Callable[[str], None]
@@ -59,66 +74,193 @@ def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpS
     return solver
 
 
+class _Race:
+    """CP-SAT and, beside it, HiGHS's MIP on the same rows: whichever proves
+    or finds more wins; each stops the other once the stage is settled."""
+
+    def __init__(self, model: CPModel, stage: Stage, budget: float) -> None:
+        objective = [(c, x.index) for c, x in stage.terms]
+        arrays = export(model.model, objective, set(range(model.size)))
+        self.highs: Running | None = Running(arrays, max(budget, 0.1), want_x=True)
+        self.bound: float | None = None
+        self.best: float | None = None
+        self.answer: HighsResult | None = None
+        self.solver: cp_model.CpSolver | None = None
+        self._lock = threading.Lock()
+        self._watch = threading.Thread(target=self._wait, daemon=True)
+        self._watch.start()
+
+    def _wait(self) -> None:
+        assert self.highs is not None
+        got = self.highs.result()
+        with self._lock:
+            self.answer = got
+            if got is not None and got.bound is not None:
+                self.bound = got.bound
+            self._maybe_stop()
+
+    def _maybe_stop(self) -> None:
+        settled = self.answer is not None and self.answer.status == "Optimal"
+        reached = (
+            self.bound is not None
+            and self.best is not None
+            and self.best >= self.bound - 1e-6
+        )
+        if (settled or reached) and self.solver is not None:
+            self.solver.stop_search()
+
+    def found(self, objective: float) -> None:
+        with self._lock:
+            self.best = objective if self.best is None else max(self.best, objective)
+            self._maybe_stop()
+
+    def finish(self, timeout: float) -> HighsResult | None:
+        self._watch.join(max(timeout, 0.0))
+        if self.highs is not None:
+            self.highs.stop()
+        self._watch.join(1.0)
+        return self.answer
+
+
+class _Callback(cp_model.CpSolverSolutionCallback):
+    def __init__(self, race: _Race) -> None:
+        super().__init__()
+        self.race = race
+
+    def on_solution_callback(self) -> None:
+        self.race.found(self.objective_value)
+
+
+def _solve(
+    model: CPModel,
+    stage: Stage,
+    values: dict[int, int] | None,
+    budget: float,
+    det: float | None,
+    race: bool = False,
+) -> tuple[str, dict[int, int] | None, int | None]:
+    """Maximise one stage: (status, values, proven bound)."""
+    began = time.perf_counter()
+    model.model.maximize(sum(c * x for c, x in stage.terms))
+    model.model.clear_hints()  # type: ignore[no-untyped-call]
+    if values is not None:
+        for i, val in values.items():
+            model.model.add_hint(model.model.get_int_var_from_proto_index(i), val)
+    racer = _Race(model, stage, budget) if race else None
+    solver = solver_for(model, budget, det)
+    if racer is not None:
+        solver.parameters.num_workers = max(1, (model.params.workers or 2) - 1)
+        racer.solver = solver
+        status = solver.solve(model.model, _Callback(racer))
+    else:
+        status = solver.solve(model.model)
+    found: dict[int, int] | None = None
+    bound: int | None = None
+    kind = "NO_SOLUTION"
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        found = {
+            i: solver.value(model.model.get_int_var_from_proto_index(i))
+            for i in range(model.size)
+        }
+        kind = "OPTIMAL" if status == cp_model.OPTIMAL else "FEASIBLE"
+        bound = (
+            stage.value(found)
+            if status == cp_model.OPTIMAL
+            else int(solver.best_objective_bound + 1e-6)
+        )
+    if racer is not None:
+        answer = racer.finish(budget - (time.perf_counter() - began))
+        if answer is not None and answer.bound is not None:
+            proven = int(answer.bound + 1e-6)
+            bound = proven if bound is None else min(bound, proven)
+        if answer is not None and answer.x is not None:
+            theirs = {i: round(v) for i, v in enumerate(answer.x)}
+            mine = stage.value(found) if found is not None else None
+            if (mine is None or stage.value(theirs) > mine) and model.satisfies(theirs):
+                found, kind = theirs, "FEASIBLE"
+    if found is None:
+        return "NO_SOLUTION", None, bound
+    best = stage.value(found)
+    if bound is not None and bound <= best:
+        kind = "OPTIMAL"
+    return kind, found, None if bound is None else max(bound, best)
+
+
 def run_stages(
     model: CPModel,
     values: dict[int, int] | None,
     deadline: float,
+    relaxed: CPModel | None = None,
     progress: Progress | None = None,
+    race: bool = False,
 ) -> tuple[dict[int, int] | None, list[StageResult]]:
-    """Solve every stage; returns the final values and per-stage results."""
+    """Solve every stage; returns the final values and per-stage results.
+    ``race``: GPU stages also run HiGHS's MIP beside CP-SAT."""
     results: list[StageResult] = []
     stages = model.stages
     weights = [TIER_WEIGHT if s.gpus else 1 for s in stages]
+    if stages and stages[0].gpus:
+        weights[0] = TOP_WEIGHT
     det_total = model.params.deterministic_time
     for k, stage in enumerate(stages):
         began = time.perf_counter()
         expr = sum(c * x for c, x in stage.terms)
-        if values is not None and stage.value(values) >= stage.hi:
-            results.append(StageResult(stage, "SKIPPED", stage.hi, stage.hi, 0.0))
-            model.model.add(expr >= stage.hi)
+        dual = relaxed.stages[k] if relaxed is not None and stage.gpus else None
+        dual_expr = sum(c * x for c, x in dual.terms) if dual is not None else None
+        current = stage.value(values) if values is not None else None
+        if current is not None and current >= stage.hi:
+            results.append(
+                StageResult(stage, "SKIPPED", current, current, 0.0, current)
+            )
+            model.model.add(expr >= current)
+            if dual_expr is not None:
+                relaxed.model.add(dual_expr >= current)  # type: ignore[union-attr]
             continue
-        remaining = deadline - began
-        share = remaining * weights[k] / sum(weights[k:])
+        share = (deadline - began) * weights[k] / sum(weights[k:])
         det = det_total * weights[k] / sum(weights) if det_total else None
-        if share < 0.05 and det is None:
-            if values is None:
+        ceiling = None
+        if dual is not None and relaxed is not None:
+            status, _, ceiling = _solve(
+                relaxed, dual, None, share * DUAL_SHARE, det and det * DUAL_SHARE
+            )
+            if ceiling is not None:
+                model.model.add(expr <= ceiling)
+        if current is not None and ceiling is not None and current >= ceiling:
+            results.append(
+                StageResult(stage, "OPTIMAL", current, current, 0.0, ceiling)
+            )
+        elif deadline - time.perf_counter() < 0.05 and det is None:
+            if current is None:
                 results.append(StageResult(stage, "NO_SOLUTION", None, None, 0.0))
                 break
-            best = stage.value(values)
-            results.append(StageResult(stage, "FEASIBLE", best, None, 0.0))
-            model.model.add(expr >= best)
-            continue
-        model.model.maximize(expr)
-        model.model.clear_hints()  # type: ignore[no-untyped-call]
-        if values is not None:
-            for i, val in values.items():
-                model.model.add_hint(model.model.get_int_var_from_proto_index(i), val)
-        solver = solver_for(model, share, det)
-        status = solver.solve(model.model)
-        seconds = time.perf_counter() - began
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            values = {
-                i: solver.value(model.model.get_int_var_from_proto_index(i))
-                for i in range(model.size)
-            }
-            best = stage.value(values)
-            bound = (
-                best
-                if status == cp_model.OPTIMAL
-                else int(solver.best_objective_bound + 1e-6)
-            )
-            kind = "OPTIMAL" if status == cp_model.OPTIMAL else "FEASIBLE"
-            results.append(StageResult(stage, kind, best, max(bound, best), seconds))
-        elif values is not None:
-            best = stage.value(values)
-            results.append(StageResult(stage, "FEASIBLE", best, None, seconds))
+            results.append(StageResult(stage, "FEASIBLE", current, None, 0.0, ceiling))
         else:
-            results.append(StageResult(stage, "NO_SOLUTION", None, None, seconds))
-            break
+            remaining = share - (time.perf_counter() - began)
+            status, found, bound = _solve(
+                model, stage, values, remaining, det, race and bool(stage.gpus)
+            )
+            if found is not None:
+                values = found
+            elif values is None:
+                results.append(StageResult(stage, "NO_SOLUTION", None, None, 0.0))
+                break
+            got = stage.value(values)
+            if ceiling is not None and bound is not None:
+                bound = min(bound, ceiling)
+            kind = "OPTIMAL" if bound is not None and bound <= got else status
+            if kind == "NO_SOLUTION":
+                kind = "FEASIBLE"
+            seconds = time.perf_counter() - began
+            results.append(StageResult(stage, kind, got, bound, seconds, ceiling))
+        best = results[-1].value
+        assert best is not None
+        model.model.add(expr >= best)
+        if dual_expr is not None:
+            relaxed.model.add(dual_expr >= best)  # type: ignore[union-attr]
         if progress is not None:
             r = results[-1]
             progress(
-                f"{stage.name}: {r.status} {r.value} (bound {r.bound}), {seconds:.1f}s"
+                f"{stage.name}: {r.status} {r.value} (bound {r.bound}, relaxed "
+                f"{r.relaxed_bound}), {r.seconds:.1f}s"
             )
-        model.model.add(expr >= best)
     return values, results

@@ -1,0 +1,166 @@
+"""HiGHS in a child interpreter, fed a model as arrays.
+
+OR-Tools and highspy both ship a ``libhighs.so.1`` (different HiGHS versions
+under one SONAME); the dynamic loader shares whichever was loaded first, so
+the second import fails with an undefined symbol.  The child imports numpy
+and highspy only (~0.3 s to start), reads one ``.npz`` on stdin and answers
+one JSON line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_WORKER = """
+import io, json, sys
+import numpy as np
+import highspy
+
+a = np.load(io.BytesIO(sys.stdin.buffer.read()))
+h = highspy.Highs()
+h.setOptionValue("output_flag", False)
+h.setOptionValue("threads", 1)
+limit = float(a["time_limit"][0])
+if limit > 0:
+    h.setOptionValue("time_limit", limit)
+inf = highspy.kHighsInf
+lp = highspy.HighsLp()
+lp.num_col_ = int(a["cost"].size)
+lp.num_row_ = int(a["row_lo"].size)
+lp.col_cost_ = a["cost"]
+lp.col_lower_ = np.maximum(a["col_lo"], -inf)
+lp.col_upper_ = np.minimum(a["col_hi"], inf)
+lp.row_lower_ = np.maximum(a["row_lo"], -inf)
+lp.row_upper_ = np.minimum(a["row_hi"], inf)
+lp.sense_ = highspy.ObjSense.kMaximize
+lp.offset_ = float(a["offset"][0])
+lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+lp.a_matrix_.start_ = a["start"]
+lp.a_matrix_.index_ = a["index"]
+lp.a_matrix_.value_ = a["value"]
+if a["integer"].size and a["integer"].any():
+    lp.integrality_ = [
+        highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+        for i in a["integer"]
+    ]
+h.passModel(lp)
+h.run()
+status = h.getModelStatus()
+info = h.getInfo()
+mip = bool(a["integer"].size and a["integer"].any())
+bound = None
+if mip:
+    bound = info.mip_dual_bound
+elif status == highspy.HighsModelStatus.kOptimal:
+    bound = info.objective_function_value
+found = info.primal_solution_status == 2  # kSolutionStatusFeasible
+print(json.dumps({
+    "status": h.modelStatusToString(status),
+    "bound": bound if bound is None or np.isfinite(bound) else None,
+    "objective": info.objective_function_value if found else None,
+    "x": list(h.getSolution().col_value) if found and a["want_x"][0] else None,
+}))
+"""
+
+
+@dataclass(slots=True)
+class Arrays:
+    """A maximisation problem: row_lo <= A x <= row_hi, col_lo <= x <= col_hi."""
+
+    cost: FloatArray
+    offset: float
+    col_lo: FloatArray
+    col_hi: FloatArray
+    row_lo: FloatArray
+    row_hi: FloatArray
+    start: IntArray
+    index: IntArray
+    value: FloatArray
+    integer: npt.NDArray[np.bool_]
+
+
+@dataclass(slots=True)
+class HighsResult:
+    status: str
+    bound: float | None
+    """Proven upper bound (LP optimum, or the MIP's dual bound)."""
+    objective: float | None
+    """Best solution's objective (a MIP incumbent), if any."""
+    x: list[float] | None = None
+
+
+class Running:
+    """A HiGHS run in a child process, started without waiting for it."""
+
+    def __init__(self, arrays: Arrays, time_limit: float, want_x: bool) -> None:
+        payload = _payload(arrays, time_limit, want_x)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self._io = threading.Thread(target=self._talk, args=(payload,), daemon=True)
+        self._out: tuple[bytes, bytes] | None = None
+        self._io.start()
+
+    def _talk(self, payload: bytes) -> None:
+        self._out = self.proc.communicate(payload)
+
+    def result(self, timeout: float | None = None) -> HighsResult | None:
+        """The answer, or None when it is not in within ``timeout`` seconds."""
+        self._io.join(timeout)
+        if self._io.is_alive() or self._out is None:
+            return None
+        stdout, stderr = self._out
+        if self.proc.returncode != 0:
+            tail = stderr.decode(errors="replace").strip().splitlines()[-1:]
+            why = " ".join(tail) or str(self.proc.returncode)
+            return HighsResult(f"worker failed: {why}", None, None)
+        out = json.loads(stdout)
+        return HighsResult(str(out["status"]), out["bound"], out["objective"], out["x"])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self._io.join(5)
+
+
+def run_highs(
+    arrays: Arrays, time_limit: float = 0.0, want_x: bool = False
+) -> HighsResult:
+    """Solve and wait."""
+    got = Running(arrays, time_limit, want_x).result()
+    assert got is not None
+    return got
+
+
+def _payload(arrays: Arrays, time_limit: float, want_x: bool) -> bytes:
+    buf = io.BytesIO()
+    np.savez(
+        buf,
+        cost=arrays.cost,
+        offset=np.asarray([arrays.offset]),
+        col_lo=arrays.col_lo,
+        col_hi=arrays.col_hi,
+        row_lo=arrays.row_lo,
+        row_hi=arrays.row_hi,
+        start=arrays.start.astype(np.int32),
+        index=arrays.index.astype(np.int32),
+        value=arrays.value,
+        integer=arrays.integer,
+        time_limit=np.asarray([time_limit]),
+        want_x=np.asarray([want_x]),
+    )
+    return buf.getvalue()
