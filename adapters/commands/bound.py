@@ -23,9 +23,10 @@ def register(subparsers: Any) -> None:
         help="upper bound on accelerators running after any feasible plan",
         description=(
             "Print an upper bound on the accelerator units (GPUs) running after "
-            "any feasible plan for the instance: the smaller of an LP relaxation "
-            "(quota tree, TAS node capacity, preemption) and a capacity/quota "
-            "ceiling, which is printed too."
+            "any feasible plan for the instance: the configuration LP of the "
+            "optimizer's model (host classes and packing patterns, quota tree, "
+            "preemption), or with --mip-seconds a time-limited MIP, and the "
+            "cheaper capacity/quota ceiling, which is printed too."
         ),
     )
     p.add_argument(
@@ -47,6 +48,14 @@ def register(subparsers: Any) -> None:
         help="LP solver: HiGHS (highspy) or CBC (pulp) (default: %(default)s)",
     )
     p.add_argument(
+        "--mip-seconds",
+        type=float,
+        default=0.0,
+        metavar="SEC",
+        help="also branch (HiGHS MIP) for up to SEC seconds: a tighter bound "
+        "(default: %(default)s, the LP alone)",
+    )
+    p.add_argument(
         "--accelerators",
         metavar="R[,R...]",
         default=",".join(ACCELERATORS),
@@ -59,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     snap = load(args.instances)
     accelerators = tuple(r.strip() for r in args.accelerators.split(",") if r.strip())
     with spinner("solving the LP relaxation"):
-        result = lp_bound(snap, args.lp_solver, accelerators)
+        result = lp_bound(snap, args.lp_solver, accelerators, args.mip_seconds)
     if args.format == "json":
         print(json.dumps(_report(result, accelerators), indent=2))
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from math import gcd
+from typing import Literal
 
 from ortools.sat.python import cp_model
 
@@ -23,6 +24,7 @@ from placewise.solver.problem.data import ModelData
 from placewise.solver.problem.pairs import Pair
 
 LinearTerms = list[tuple[int, cp_model.IntVar]]
+Mode = Literal["plan", "bound", "relaxed"]
 
 
 def _unlimited(x: int) -> bool:
@@ -57,20 +59,21 @@ class Constraints:
         """(queue, fr) -> (usage in scaled units without constants, raw constant,
         scale) for queues whose usage some decision changes."""
 
-    def add_constraints(self, relaxed: bool = False) -> None:
-        """``relaxed``: a relaxation of every plan the validator accepts, for
-        bounds — pods only need room in each TAS flavor's total capacity, and
-        StrictFIFO order (which the validator does not judge) is dropped."""
+    def add_constraints(self, mode: Mode = "plan") -> None:
+        """``plan``: every rule, the plan's model.  ``bound``: a relaxation of
+        every plan the validator accepts — StrictFIFO order, which it does not
+        judge, is dropped.  ``relaxed``: ``bound`` with pods needing room only
+        in each TAS flavor's total capacity (small, for ceilings)."""
         self._pod_counts()
         self._one_flavor_per_group()
         self._collect_usage()  # before quota and victims, which read it
         self._quota_with_cohorts()
-        if relaxed:
+        if mode == "relaxed":
             self._aggregate_capacity()
         else:
             self._placement()
         self._victims_need_preemptors()
-        if not relaxed:
+        if mode == "plan":
             self._strict_fifo()
 
     # -- admission and flavors -------------------------------------------------

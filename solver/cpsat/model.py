@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from placewise.models.plan import Plan
-from placewise.solver.cpsat.constraints import Constraints
+from placewise.solver.cpsat.constraints import Constraints, Mode
 from placewise.solver.cpsat.objective import Objective, Stage
 from placewise.solver.cpsat.plan_io import decisions_from_plan, plan_from_values
 from placewise.solver.cpsat.variables import Variables
@@ -37,21 +37,22 @@ class CpSatParams:
 
 class CPModel:
     def __init__(
-        self, data: ModelData, params: CpSatParams, relaxed: bool = False
+        self, data: ModelData, params: CpSatParams, mode: Mode = "plan"
     ) -> None:
-        """``relaxed``: the bounding model (see :meth:`Constraints.add_constraints`)
-        — no placement detail, no tie-break stages, never decoded into a plan."""
+        """``mode``: the plan's model, or a bounding one (see
+        :meth:`Constraints.add_constraints`) with no tie-break stages, never
+        decoded into a plan."""
         self.data = data
         self.params = params
-        self.relaxed = relaxed
+        self.mode = mode
         self.model = cp_model.CpModel()
         self.vars = Variables(self.model, data)
         self.cons = Constraints(self.model, data, self.vars)
-        self.cons.add_constraints(relaxed)
+        self.cons.add_constraints(mode)
         self.objective = Objective(
             self.model, data, self.vars, self.cons, params.policy
         )
-        self.stages: list[Stage] = self.objective.build(relaxed)
+        self.stages: list[Stage] = self.objective.build(mode != "plan")
 
     @property
     def size(self) -> int:

@@ -79,7 +79,7 @@ RESTRICT_CELLS = 40_000
 """Candidate (pod set, domain) cells above which each pod set keeps only its
 roomiest domains (plus its warm start's): the model must build in seconds."""
 RESTRICT_TO = 8
-RACE_VARIABLES = 30_000
+RACE_VARIABLES = 10_000
 """Models up to this size also run HiGHS's MIP beside CP-SAT on each GPU
 stage (it proves the bound CP-SAT's search alone does not reach); beyond it
 the MIP would not get past its root within the budget."""
@@ -134,7 +134,7 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
         log.warning("cpsat: the warm start is not representable; cold start")
     log.info("cpsat: hint ready at %.1fs", time.perf_counter() - start)
     deadline = start + params.time_limit - min(MARGIN, 0.05 * params.time_limit)
-    relaxed = CPModel(data, params, relaxed=True) if restricted else None
+    relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
         model, hint, deadline, relaxed, progress=log.info, race=race

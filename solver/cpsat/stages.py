@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.bound_new.export import export
-from placewise.solver.bound_new.highs import HighsResult, Running
+from placewise.solver.cpsat.export import export
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.cpsat.objective import Stage
+from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")
 

@@ -19,8 +19,6 @@ import numpy.typing as npt
 
 from placewise.models.cluster import HOSTNAME_LABEL, PODS, ClusterQueue
 from placewise.models.plan import PlanAdmission
-from placewise.models.quantity import UNLIMITED
-from placewise.models.scheduling import untolerated
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Admission, PodSet, Workload
 from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas
@@ -378,36 +376,6 @@ def _add_chains(data: ModelData) -> None:
     for members in by_cq.values():
         members.sort(key=lambda wd: queue_order(wd.obj))
         data.strict_chains.append([wd.idx for wd in members])
-
-
-def leaf_fit(
-    data: ModelData,
-    pd: PodSetData,
-    flavor: str,
-    leaf: int,
-    release: dict[str, int] | None = None,
-) -> int:
-    """How many pods of ``pd`` fit on a leaf (optionally after releasing usage)."""
-    lf = data.leaves[leaf]
-    ft = data.topos[flavor]
-    if ft.hostname and lf.node is not None:
-        node = data.snapshot.nodes[lf.node]
-        fl = data.snapshot.flavors[flavor]
-        if untolerated(node.taints, pd.ps.placement.tolerations + fl.tolerations):
-            return 0
-        if not pd.ps.placement.matches_node(node.labels, node.name):
-            return 0
-    best = pd.count
-    per_pod = dict(pd.ps.requests)
-    per_pod[PODS] = 1
-    for r, need in per_pod.items():
-        if need <= 0:
-            continue
-        have = lf.free.get(r, 0) + (release or {}).get(r, 0)
-        if have >= UNLIMITED // 2:
-            continue
-        best = min(best, max(0, have) // need)
-    return best
 
 
 def compile_problem(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from placewise.models.cluster import HOSTNAME_LABEL, ClusterQueue
@@ -301,9 +301,17 @@ def _reasons(snap: Snapshot, victim: Workload, w: Workload) -> list[PreemptionRe
     return ["InCohortReclamation", "InCohortReclaimWhileBorrowing"]
 
 
+Key = Callable[[Snapshot, Plan], Vector]
+
+
 class Search:
-    def __init__(self, snap: Snapshot, max_validations: int = 4000) -> None:
+    def __init__(
+        self, snap: Snapshot, max_validations: int = 4000, key: Key | None = None
+    ) -> None:
+        """``key``: what to maximise (default: the tier vector); it must add
+        up over admissions, which the pruning assumes."""
         self.snap = snap
+        self.key: Key = key or demand_vector
         self.max_validations = max_validations
         self.validations = 0
         self.tiers = tiers(snap)
@@ -318,21 +326,18 @@ class Search:
         return [f"{v.rule}|{v.workload}" for v in validate(self.snap, plan)]
 
     def _max_gain(self, w: Workload) -> Vector:
-        """The most a workload can add to the vector (all pods admitted)."""
-        best = [0] * (2 * len(self.tiers))
-        i = self.tiers.index(w.priority)
+        """The most a workload can add to each entry (all pods admitted)."""
+        base = self.key(self.snap, _plan([], [], []))
+        best = [0] * len(base)
         for adm in self.options[w.key]:
-            plan = _plan([adm], [], [])
-            v = demand_vector(self.snap, plan)
-            base = demand_vector(self.snap, _plan([], [], []))
-            best[2 * i] = max(best[2 * i], v[2 * i] - base[2 * i])
-            best[2 * i + 1] = max(best[2 * i + 1], v[2 * i + 1] - base[2 * i + 1])
+            v = self.key(self.snap, _plan([adm], [], []))
+            best = [max(b, x - y) for b, x, y in zip(best, v, base, strict=True)]
         return tuple(best)
 
     def run(self) -> Result:
         gains = [self._max_gain(w) for w in self.workloads]
         # Suffix sums: what all workloads from index k on could still add.
-        rest = [tuple([0] * (2 * len(self.tiers)))]
+        rest = [tuple([0] * len(self.key(self.snap, _plan([], [], []))))]
         for g in reversed(gains):
             rest.append(tuple(a + b for a, b in zip(rest[-1], g, strict=True)))
         rest.reverse()
@@ -365,7 +370,7 @@ class Search:
         return _plan(chosen, pre, pending)
 
     def _dfs(self, k: int, chosen: list[PlanAdmission]) -> None:
-        current = demand_vector(self.snap, self._partial(chosen))
+        current = self.key(self.snap, self._partial(chosen))
         optimistic = tuple(a + b for a, b in zip(current, self.rest[k], strict=True))
         if self.best is not None and optimistic <= self.best.vector:
             return
@@ -419,6 +424,9 @@ class Search:
                     return
 
 
-def exhaustive_optimum(snap: Snapshot, max_validations: int = 4000) -> Result:
-    """The lexicographically best demand vector over validator-accepted plans."""
-    return Search(snap, max_validations).run()
+def exhaustive_optimum(
+    snap: Snapshot, max_validations: int = 4000, key: Key | None = None
+) -> Result:
+    """The lexicographically best ``key`` (default: the demand vector) over
+    validator-accepted plans."""
+    return Search(snap, max_validations, key).run()

@@ -15,9 +15,8 @@ import logging
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 
-import placewise.solver.bound as bound_module
 from placewise.adapters.cli import main
 from placewise.adapters.generate import dumps, family, generate
 from placewise.adapters.loader import load_snapshot, snapshot_from_text
@@ -26,12 +25,14 @@ from placewise.models.snapshot import Snapshot
 from placewise.solver.bound import aggregate_bound, gpus_after, lp_bound, running_gpus
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.greedy import solve_greedy
-from placewise.solver.problem.data import leaf_fit
+from placewise.solver.policy import Policy
 from tests.shared import requires_shared
+from tests.solver.exhaustive import SearchTooLarge, exhaustive_optimum, option_count
 from tests.solver.strategies import instances
 from tests.solver.test_greedy_kueue_cases import case_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
+GPUS = Policy(objective="gpus")
 DEMO = sorted(str(p) for p in (ROOT / "instances" / "demo").glob("*.yaml"))
 PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)
 
@@ -317,6 +318,42 @@ def test_bound_holds_on_random_instances(inst: object) -> None:
     assert lp_bound(snap, "cbc").running == running_gpus(snap)
 
 
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(instances(max_pending=5, max_running=2))
+def test_bounds_are_never_below_the_exhaustive_optimum(inst: object) -> None:
+    """A brute force over every validator-accepted plan (sharing no code with
+    the model) finds the most GPUs any plan keeps running; the LP bound and
+    the optimizer's own proven bounds (``gpus`` objective: on the total;
+    ``tiers``: on the top tier) never fall below it."""
+    note(inst.yaml)  # type: ignore[attr-defined]
+    snap = snapshot_from_text(inst.yaml)  # type: ignore[attr-defined]
+    assume(option_count(snap) <= 100_000)
+    try:
+        gpus = exhaustive_optimum(snap, 2500, lambda s, p: (gpus_after(s, p),))
+        tiers = exhaustive_optimum(snap, 2500)
+    except SearchTooLarge:
+        assume(False)
+        return
+    best = gpus.vector[0]
+    note(f"exhaustive best: {best} GPUs, tier vector {tiers.vector}")
+    assert lp_bound(snap, "cbc").value >= best
+    logging.disable(logging.WARNING)
+    try:
+        total = solve_cpsat(snap, CpSatParams(time_limit=2, workers=1, policy=GPUS))
+        tiered = solve_cpsat(snap, CpSatParams(time_limit=2, workers=1))
+    finally:
+        logging.disable(logging.NOTSET)
+    if total.solver.bound is not None:
+        assert total.solver.bound >= best
+    if tiered.solver.tiers and tiered.solver.tiers[0].bound is not None:
+        assert tiered.solver.tiers[0].bound >= tiers.vector[0]
+
+
 @requires_shared
 def test_bound_holds_on_kueue_cases_for_cpu_and_gpus() -> None:
     """Kueue's own cases (mostly CPU quotas): with ``cpu`` or GPUs as the
@@ -335,84 +372,6 @@ def test_bound_holds_on_kueue_cases_for_cpu_and_gpus() -> None:
     finally:
         logging.disable(logging.NOTSET)
     assert checked == len(case_dirs()) > 100
-
-
-@requires_shared
-def test_vectorised_fits_equal_the_models_leaf_fit() -> None:
-    """The LP's per-leaf pod bounds are the CP-SAT model's ``leaf_fit``
-    (taints, node selection, free plus releasable capacity) on every TAS
-    Kueue case and the demo."""
-    logging.disable(logging.WARNING)
-    try:
-        sources = [[c / "instance.yaml"] for c in case_dirs() if c.parent.name == "tas"]
-        sources.append([Path(p) for p in DEMO])
-        compared = 0
-        for paths in sources:
-            snap = load_snapshot(paths)
-            prob = bound_module._problem(snap, bound_module.ACCELERATORS)
-            builder, release = bound_module._Builder(prob), prob.release()
-            for ps in prob.pod_sets:
-                if ps.tas is None:
-                    continue
-                for f in sorted({f for fl in ps.flavors.values() for f in fl}):
-                    if f not in prob.data.topos:
-                        continue
-                    want = [
-                        leaf_fit(prob.data, ps.tas, f, leaf, release.get(leaf))
-                        for leaf in prob.data.topos[f].leaves
-                    ]
-                    assert builder._fits(ps, f, release).tolist() == want
-                    compared += 1
-    finally:
-        logging.disable(logging.NOTSET)
-    assert compared > 50
-
-
-def test_grouped_leaves_stay_valid(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Large instances group sibling leaves (rows summed per rack): the bound
-    can only loosen, and still covers the plans, on the demo and on a
-    rack-required gang that fragmentation keeps out."""
-    snaps = [
-        load_snapshot(DEMO),
-        _snap(
-            _node("h1", "r1", 4),
-            _node("h2", "r1", 4),
-            _node("h3", "r2", 4),
-            _node("h4", "r2", 4),
-            _queue("q", 100),
-            _running("x", "q", "h1", 1, 2),
-            _running("y", "q", "h3", 1, 2),
-            _pending("gang", "q", 4, 2, topology="required: example.com/rack"),
-            _pending(
-                "pinned",
-                "q",
-                2,
-                1,
-                minute=2,
-                topology="required: kubernetes.io/hostname",
-            ),
-        ),
-        snapshot_from_text(
-            dumps(
-                generate(
-                    family("topology-heavy").with_overrides(nodes=12, pending=16), 3
-                )
-            )
-        ),
-    ]
-    for snap in snaps:
-        per_leaf = lp_bound(snap, "cbc")
-        monkeypatch.setattr(bound_module, "COARSE_CELLS", -1)
-        grouped = lp_bound(snap, "cbc")
-        monkeypatch.undo()
-        assert per_leaf.lp is not None and grouped.lp is not None
-        assert grouped.lp >= per_leaf.lp
-        for plan in _plans(snap).values():
-            assert grouped.lp >= gpus_after(snap, plan)
-    assert grouped.columns < per_leaf.columns
-
-
-# -- CLI -----------------------------------------------------------------------
 
 
 def test_cli_prints_bound_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from placewise.solver.bound_new.highs import Arrays
+from placewise.solver.highs import Arrays
 
 INF = float("inf")
 _BIG = 1 << 60

@@ -1,0 +1,134 @@
+"""The configuration LP (or a time-limited MIP) of the optimizer's model."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from placewise.models.snapshot import Snapshot
+from placewise.solver.bound.figures import running_gpus
+from placewise.solver.cpsat.constraints import Mode
+from placewise.solver.cpsat.export import export
+from placewise.solver.cpsat.model import CPModel, CpSatParams
+from placewise.solver.highs import Arrays, run_highs, run_pulp
+from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.policy import Policy
+from placewise.solver.problem.data import ModelData, compile_problem
+
+LpSolver = Literal["highs", "cbc"]
+TOLERANCE = 1e-6
+"""Relative slack before flooring: a simplex optimum a hair below an integer
+must not lose that integer."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoundResult:
+    """The best proven bound and how it was obtained."""
+
+    value: float
+    """min(LP bound, aggregate bound), in accelerator units."""
+    method: str
+    """``lp-highs`` / ``lp-cbc`` / ``mip-highs`` when the model's relaxation
+    is the smaller, else ``aggregate``."""
+    seconds: float
+    lp: float | None = None
+    """The floored bound of the full model (None when it could not be solved)."""
+    aggregate: float = math.inf
+    running: float = 0.0
+    """Accelerators running before the plan."""
+    status: str = ""
+    """The LP/MIP solver's status text."""
+    columns: int = 0
+    rows: int = 0
+
+
+def _floor(x: float) -> float:
+    return float(math.floor(x + TOLERANCE * max(1.0, abs(x))))
+
+
+def _outside(data: ModelData, accelerators: Sequence[str]) -> int:
+    """GPUs of pending workloads the model leaves out (it cannot express
+    them): counted whole, which keeps the bound valid."""
+    total = 0
+    for key in data.unsupported:
+        w = data.snapshot.workloads.get(key)
+        if w is None or data.snapshot.blocked_reason(w) is not None:
+            continue
+        total += sum(
+            ps.count * sum(q for r, q in ps.requests.items() if r in accelerators)
+            for ps in w.pod_sets
+        )
+    return total
+
+
+def _solve(
+    snapshot: Snapshot,
+    data: ModelData,
+    mode: Mode,
+    solver: LpSolver,
+    accelerators: Sequence[str],
+    mip_seconds: float,
+) -> tuple[float | None, str, str, int, int]:
+    """(floored bound on GPUs after any plan, method, status, columns, rows)."""
+    policy = Policy(objective="gpus", accelerators=tuple(accelerators))
+    model = CPModel(data, CpSatParams(policy=policy), mode)
+    constant = running_gpus(snapshot, accelerators) + _outside(data, accelerators)
+    if not model.stages:
+        return float(constant), "lp-" + solver, "no decision", 0, 0
+    objective = [(c, x.index) for c, x in model.stages[0].terms]
+    integer = set(range(model.size)) if mip_seconds > 0 else None
+    arrays: Arrays = export(model.model, objective, integer)
+    if solver == "cbc" and integer is None:
+        got = run_pulp(arrays)
+        method = "lp-cbc"
+    else:
+        got = run_highs(arrays, mip_seconds)
+        method = "mip-highs" if integer else "lp-highs"
+    size = (arrays.cost.size, arrays.row_lo.size)
+    if got.bound is None:
+        return None, method, got.status, *size
+    return _floor(got.bound + constant), method, got.status, *size
+
+
+def lp_bound(
+    snapshot: Snapshot,
+    solver: LpSolver = "highs",
+    accelerators: Sequence[str] = ACCELERATORS,
+    mip_seconds: float = 0.0,
+) -> BoundResult:
+    """The model's LP bound (a MIP's dual bound with ``mip_seconds``) and the
+    aggregate ceiling; ``value`` is the smaller."""
+    start = time.perf_counter()
+    data = compile_problem(snapshot)
+    lp, how, status, cols, rows = _solve(
+        snapshot, data, "bound", solver, accelerators, mip_seconds
+    )
+    agg, *_ = _solve(snapshot, data, "relaxed", solver, accelerators, 0.0)
+    aggregate = agg if agg is not None else math.inf
+    method, value = "aggregate", aggregate
+    if lp is not None and lp <= aggregate:
+        method, value = how, lp
+    return BoundResult(
+        value=value,
+        method=method,
+        seconds=time.perf_counter() - start,
+        lp=lp,
+        aggregate=aggregate,
+        running=float(running_gpus(snapshot, accelerators)),
+        status=status,
+        columns=cols,
+        rows=rows,
+    )
+
+
+def aggregate_bound(
+    snapshot: Snapshot, accelerators: Sequence[str] = ACCELERATORS
+) -> float:
+    """The cheap ceiling alone: the model without placement detail."""
+    got, *_ = _solve(
+        snapshot, compile_problem(snapshot), "relaxed", "highs", accelerators, 0.0
+    )
+    return got if got is not None else math.inf
