@@ -13,6 +13,7 @@ import time
 from placewise.models.plan import Plan, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.finish import explain, fill
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.plan_io import fallback
 from placewise.solver.cpsat.stages import StageResult, run_stages
@@ -141,17 +142,16 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     )
     if values is None:
         return _fallback(warm, start, "no solution within the time limit")
-    for a in warm.admissions:
-        reasons[a.workload] = (
-            "Kueue's greedy order would admit it, but the optimizer's plan keeps "
-            "more priority-weighted demand running without it"
-        )
-    plan = model.plan(values, reasons)
+    searched = model.plan(values, reasons)
+    plan = fill(data, searched)
+    plan = _with_reasons(plan, explain(data, plan))
     pol = params.policy
     if primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol):
         return _fallback(warm, start, "the search ended below the warm start")
     done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
-    tiers, total_bound = _report(snapshot, plan, values, results, pol, restricted)
+    tiers, total_bound = _report(
+        snapshot, searched, plan, values, results, pol, restricted
+    )
     wall = time.perf_counter() - start
     total = sum(t.gpus for t in tiers)
     return plan.model_copy(
@@ -169,8 +169,18 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     )
 
 
+def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:
+    """Pending reasons of the final plan replace the warm start's."""
+    pending = tuple(
+        p.model_copy(update={"reason": why[p.workload]}) if p.workload in why else p
+        for p in plan.pending
+    )
+    return plan.model_copy(update={"pending": pending})
+
+
 def _report(
     snapshot: Snapshot,
+    searched: Plan,
     plan: Plan,
     values: dict[int, int],
     results: list[StageResult],
@@ -178,9 +188,12 @@ def _report(
     restricted: bool,
 ) -> tuple[tuple[TierResult, ...], int | None]:
     """Per tier, GPUs running after the plan and the proven bound on them;
-    and a bound on the total when the objective is GPUs alone.  A restricted
-    model proves nothing about the full problem: only ceilings are reported."""
+    and a bound on the total when the objective is GPUs alone.  Bounds are
+    measured from the searched plan (``values``); ``plan`` may have more
+    admitted since (:func:`fill`), never beyond them.  A restricted model
+    proves nothing about the full problem: only ceilings are reported."""
     figures = tier_figures(snapshot, plan, pol)
+    before = {f.priority: f.gpus for f in tier_figures(snapshot, searched, pol)}
     slack: dict[int | None, int] = {}
     for r in results:
         st = r.stage
@@ -192,11 +205,12 @@ def _report(
         slack[st.tier] = max(0, st.gpu_bound(bound) - got)
     if pol.objective == "gpus":
         tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
-        total = sum(f.gpus for f in figures)
-        return tiers, total + slack.get(None, 0)
+        return tiers, sum(before.values()) + slack.get(None, 0)
     tiers = tuple(
         TierResult(
-            priority=f.priority, gpus=f.gpus, bound=f.gpus + slack.get(f.priority, 0)
+            priority=f.priority,
+            gpus=f.gpus,
+            bound=before[f.priority] + slack.get(f.priority, 0),
         )
         for f in figures
     )

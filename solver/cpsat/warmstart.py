@@ -49,7 +49,7 @@ MAX_COMBINATIONS = 16
 """Flavor combinations tried per pod-set group (several resource groups)."""
 
 
-class _Leaves:
+class Leaves:
     """Free capacity per leaf and resource, and domain ids per flavor level."""
 
     def __init__(self, data: ModelData, layout: Layout) -> None:
@@ -89,6 +89,10 @@ class _Leaves:
             self.cache[key] = (need, mask, self._fit(self.index[f], need, mask))
         return self.cache[key][2]
 
+    def fit_now(self, f: str, need: IntArray, mask: IntArray) -> IntArray:
+        """Like :meth:`fit`, computed afresh (nothing cached)."""
+        return self._fit(self.index[f], need, mask)
+
     def _fit(self, leaves: IntArray, need: IntArray, mask: IntArray) -> IntArray:
         rows = self.free[leaves]
         fit = np.full(len(rows), CLIP, dtype=np.int64)
@@ -113,8 +117,8 @@ class _Leaves:
                 fit[pos] = self._fit(self.index[f][pos], need, mask[pos])
 
 
-def _choose(
-    lv: _Leaves, spec: Spec, units: int, fit: IntArray
+def choose(
+    lv: Leaves, spec: Spec, units: int, fit: IntArray
 ) -> list[tuple[int, int]] | None:
     """(position in the flavor's leaves, units) for ``units`` units, or None."""
     f = spec.flavor
@@ -157,7 +161,7 @@ def best_fit(data: ModelData, preempt: bool = True) -> Plan:
     lower-priority work of the workload's own queue where its policy allows)."""
     layout = data.layout
     assert layout is not None
-    lv = _Leaves(data, layout)
+    lv = Leaves(data, layout)
     quota = QuotaTree(data.snapshot)
     for adm in data.fixed_admissions:
         usage: dict[FR, int] = defaultdict(int)
@@ -170,11 +174,11 @@ def best_fit(data: ModelData, preempt: bool = True) -> Plan:
     evictions = _Evictions(data, lv, quota)
     order = sorted(data.workloads, key=lambda wd: queue_order(wd.obj))
     for wd in order:
-        got = _admit(data, layout, lv, quota, wd)
+        got = admit(data, layout, lv, quota, wd)
         if got is None and preempt:
             got = evictions.admit(
                 wd,
-                lambda wd=wd: _admit(data, layout, lv, quota, wd),  # type: ignore[misc]
+                lambda wd=wd: admit(data, layout, lv, quota, wd),  # type: ignore[misc]
             )
         if got is not None:
             psas = got[0]
@@ -215,7 +219,7 @@ class _Evictions:
     back (and every one sharing no flavor-resource with the admission) is
     restored.  Reclaims from other queues are left to the optimizer."""
 
-    def __init__(self, data: ModelData, lv: _Leaves, quota: QuotaTree) -> None:
+    def __init__(self, data: ModelData, lv: Leaves, quota: QuotaTree) -> None:
         self.data, self.lv, self.quota = data, lv, quota
         self.done: dict[str, str] = {}
         self.rows: dict[int, tuple[IntArray, IntArray]] = {}
@@ -285,7 +289,7 @@ class _Evictions:
             if not any(
                 all(
                     self.quota.available(wd.cq.name, fr) + back.get(fr, 0) >= q
-                    for fr, q in _usage(
+                    for fr, q in group_usage(
                         self.data, wd, members, dict(zip(rgs, combo, strict=True))
                     ).items()
                 )
@@ -344,10 +348,10 @@ class _Evictions:
         return None
 
 
-def _admit(
+def admit(
     data: ModelData,
     layout: Layout,
-    lv: _Leaves,
+    lv: Leaves,
     quota: QuotaTree,
     wd: WorkloadData,
 ) -> Admitted | None:
@@ -376,7 +380,7 @@ def _admit(
             itertools.product(*(gd.flavors[rg] for rg in rgs)), MAX_COMBINATIONS
         ):
             chosen = dict(zip(rgs, combo, strict=True))
-            usage = _usage(data, wd, members, chosen)
+            usage = group_usage(data, wd, members, chosen)
             if any(quota.available(wd.cq.name, fr) < q for fr, q in usage.items()):
                 continue
             placements = _place_all(data, layout, lv, members, chosen, undo)
@@ -405,7 +409,7 @@ def _admit(
     return psas, rollback
 
 
-def _usage(
+def group_usage(
     data: ModelData, wd: WorkloadData, members: list[PodSetData], chosen: dict[int, str]
 ) -> dict[FR, int]:
     usage: dict[FR, int] = defaultdict(int)
@@ -421,7 +425,7 @@ def _usage(
 def _place_all(
     data: ModelData,
     layout: Layout,
-    lv: _Leaves,
+    lv: Leaves,
     members: list[PodSetData],
     chosen: dict[int, str],
     undo: list[tuple[IntArray, IntArray]],
@@ -449,7 +453,7 @@ def _place_all(
             for r, q in shape.request:
                 need[lv.col[r]] = q
             fit = lv.fit(f, shape.idx, need, layout.masks[f][shape.signature])
-            got = _choose(lv, spec, pd.count // spec.unit, fit)
+            got = choose(lv, spec, pd.count // spec.unit, fit)
         if got is None or f is None or spec is None:
             for rows, delta in reversed(mine):
                 lv.take(rows, -delta)
