@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import time
 
-from placewise.models.plan import Plan, TierResult
+from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.ceiling import relaxed_tiers
 from placewise.solver.cpsat.finish import explain, fill
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.plan_io import fallback
@@ -80,6 +81,10 @@ RESTRICT_CELLS = 40_000
 """Candidate (pod set, domain) cells above which each pod set keeps only its
 roomiest domains (plus its warm start's): the model must build in seconds."""
 RESTRICT_TO = 8
+LARGE_CELLS = 200_000
+"""Candidate cells beyond which even the restricted model does not pay for
+itself within a 10 s budget (10,000 hosts: 610k cells; building, hinting and
+searching it left no time to improve anything)."""
 RACE_VARIABLES = 10_000
 """Models up to this size also run HiGHS's MIP beside CP-SAT on each GPU
 stage (it proves the bound CP-SAT's search alone does not reach); beyond it
@@ -117,11 +122,13 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "the warm start used the time limit")
     assert data.layout is not None
+    log.info("cpsat: compiled and warm-started in %.1fs", time.perf_counter() - start)
+    if sum(len(s.domains) for s in data.layout.specs) > LARGE_CELLS:
+        return _large(snapshot, data, params, warm, reasons, start)
     restricted = sum(len(s.domains) for s in data.layout.specs) > RESTRICT_CELLS
     if restricted:
         keep = plan_domains(data, data.layout, warm.admissions)
         restrict(data, data.layout, keep, RESTRICT_TO)
-    log.info("cpsat: compiled and warm-started in %.1fs", time.perf_counter() - start)
     model = CPModel(data, params)
     log.info(
         "cpsat: model of %d variables built at %.1fs",
@@ -164,6 +171,36 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
                     "bound": None if total_bound is None else float(total_bound),
                     "tiers": tiers,
                 }
+            )
+        }
+    )
+
+
+def _large(
+    snapshot: Snapshot,
+    data: ModelData,
+    params: CpSatParams,
+    warm: Plan,
+    reasons: dict[str, str],
+    start: float,
+) -> Plan:
+    """Beyond LARGE_CELLS the full model would not build and search within
+    the budget: the warm start, filled with what still fits, is the plan,
+    and the relaxed model proves each tier's bound."""
+    plan = fill(data, warm)
+    plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
+    deadline = start + params.time_limit - min(MARGIN, 0.05 * params.time_limit)
+    tiers, total_bound = relaxed_tiers(snapshot, data, params, plan, deadline)
+    wall = time.perf_counter() - start
+    return plan.model_copy(
+        update={
+            "solver": SolverInfo(
+                name="cpsat",
+                status="FEASIBLE",
+                wall_seconds=wall,
+                objective=float(sum(t.gpus for t in tiers)),
+                bound=None if total_bound is None else float(total_bound),
+                tiers=tiers,
             )
         }
     )

@@ -131,7 +131,7 @@ class _Callback(cp_model.CpSolverSolutionCallback):
         self.race.found(self.objective_value)
 
 
-def _solve(
+def solve_stage(
     model: CPModel,
     stage: Stage,
     values: dict[int, int] | None,
@@ -220,7 +220,7 @@ def run_stages(
         det = det_total * weights[k] / sum(weights) if det_total else None
         ceiling = None
         if dual is not None and relaxed is not None:
-            status, _, ceiling = _solve(
+            status, _, ceiling = solve_stage(
                 relaxed, dual, None, share * DUAL_SHARE, det and det * DUAL_SHARE
             )
             if ceiling is not None:
@@ -236,7 +236,7 @@ def run_stages(
             results.append(StageResult(stage, "FEASIBLE", current, None, 0.0, ceiling))
         else:
             remaining = share - (time.perf_counter() - began)
-            status, found, bound = _solve(
+            status, found, bound = solve_stage(
                 model, stage, values, remaining, det, race and bool(stage.gpus)
             )
             if found is not None:

@@ -34,6 +34,7 @@ from placewise.solver.cpsat.plan_io import pod_set_assignment
 from placewise.solver.kueue.order import candidate_order, queue_order
 from placewise.solver.kueue.preemption import satisfies_policy
 from placewise.solver.kueue.quota import FR, QuotaTree
+from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.problem.data import (
     ModelData,
     PodSetData,
@@ -172,7 +173,7 @@ def best_fit(data: ModelData, preempt: bool = True) -> Plan:
         quota.add_usage(adm.cluster_queue, usage)
     admissions: list[PlanAdmission] = []
     evictions = _Evictions(data, lv, quota)
-    order = sorted(data.workloads, key=lambda wd: queue_order(wd.obj))
+    order = sorted(data.workloads, key=lambda wd: _decreasing(data, wd))
     for wd in order:
         got = admit(data, layout, lv, quota, wd)
         if got is None and preempt:
@@ -211,6 +212,18 @@ def best_fit(data: ModelData, preempt: bool = True) -> Plan:
         preemptions=preemptions,
         pending=pending,
     )
+
+
+def _decreasing(data: ModelData, wd: WorkloadData) -> tuple[object, ...]:
+    """Priority first (the objective's order), then the biggest GPU demand
+    first — best-fit *decreasing*: big gangs find room before small pods
+    fragment it — then Kueue's queue order."""
+    gpus = sum(
+        data.pod_sets[p].count * data.pod_sets[p].requests.get(r, 0)
+        for p in wd.pod_sets
+        for r in ACCELERATORS
+    )
+    return (-wd.info.priority, -gpus, queue_order(wd.obj))
 
 
 class _Evictions:
@@ -254,18 +267,27 @@ class _Evictions:
 
     def _fill_back(self, removed: list[VictimData]) -> list[VictimData]:
         """Give back every victim the admission leaves room for (latest
-        first); returns those that stay evicted."""
+        first); returns those that stay evicted.
+
+        Victims are all of one queue, and usage added to a queue lowers what
+        it may still take by exactly that much, so ``available`` is read once
+        per flavor-resource and kept up to date here."""
         kept: list[VictimData] = []
         touched: list[IntArray] = []
+        avail: dict[tuple[str, FR], int] = {}
         for v in reversed(removed):
+            for fr in v.info.usage:
+                if (v.info.cq, fr) not in avail:
+                    avail[(v.info.cq, fr)] = self.quota.available(v.info.cq, fr)
             rows, delta = self._rows(v)
             room = all(
-                self.quota.available(v.info.cq, fr) >= q
-                for fr, q in v.info.usage.items()
+                avail[(v.info.cq, fr)] >= q for fr, q in v.info.usage.items()
             ) and bool(np.all(self.lv.free[rows] >= delta))
             if not room:
                 kept.append(v)
                 continue
+            for fr, q in v.info.usage.items():
+                avail[(v.info.cq, fr)] -= q
             self.quota.add_usage(v.info.cq, v.info.usage)
             self.lv.take(rows, delta, refresh=False)
             touched.append(rows)

@@ -1,0 +1,81 @@
+"""Proven per-tier bounds from the relaxed model, for plans the full model
+did not search (large instances).
+
+The relaxed model drops only placement detail (pods need room in each TAS
+flavor's total capacity) and StrictFIFO order, so its optimum bounds every
+plan the validator accepts.  Tier by tier, highest first: maximise the tier,
+read the bound, then hold the tier at the *plan's* value (not the relaxed
+optimum) before the next — so each bound holds "given the tiers above it"
+as the plan has them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from placewise.models.plan import Plan, SolverInfo, TierResult
+from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.model import CPModel, CpSatParams
+from placewise.solver.cpsat.stages import solve_stage
+from placewise.solver.policy import Policy, accelerators, tier_figures
+from placewise.solver.problem.data import ModelData
+
+
+def outside_gpus(data: ModelData, plan: Plan, pol: Policy) -> dict[int, int]:
+    """Per tier, GPUs of pending workloads the model leaves out and the plan
+    does not admit: a bound must allow for some plan admitting them."""
+    admitted = {a.workload for a in plan.admissions}
+    out: dict[int, int] = defaultdict(int)
+    for key in data.unsupported:
+        w = data.snapshot.workloads.get(key)
+        if w is None or key in admitted or data.snapshot.blocked_reason(w):
+            continue
+        out[w.priority] += sum(
+            ps.count * accelerators(ps.requests, pol) for ps in w.pod_sets
+        )
+    return out
+
+
+def relaxed_tiers(
+    snapshot: Snapshot,
+    data: ModelData,
+    params: CpSatParams,
+    plan: Plan,
+    deadline: float,
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """(per tier: GPUs after the plan and the proven bound; the bound on the
+    total under the ``gpus`` objective)."""
+    pol = params.policy
+    model = CPModel(data, params, "relaxed")
+    figures = tier_figures(snapshot, plan, pol)
+    empty = Plan(solver=SolverInfo(name="", status="FEASIBLE"))
+    running = {f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)}
+    extra = outside_gpus(data, plan, pol)
+    gpus = {f.priority: f.gpus for f in figures}
+    bounds: dict[int | None, int] = {}
+    stages = [s for s in model.stages if s.gpus]
+    for k, stage in enumerate(stages):
+        share = (deadline - time.perf_counter()) / (len(stages) - k)
+        _, _, bound = solve_stage(model, stage, None, share, None)
+        delta = stage.gpu_bound(bound if bound is not None else stage.hi)
+        if stage.tier is None:
+            bounds[None] = sum(running.values()) + delta + sum(extra.values())
+            continue
+        bounds[stage.tier] = running[stage.tier] + delta + extra[stage.tier]
+        held = gpus[stage.tier] - running[stage.tier]
+        model.model.add(sum(c * x for c, x in stage.gpus) >= held)
+    if pol.objective == "gpus":
+        tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
+        return tiers, bounds.get(None)
+    return (
+        tuple(
+            TierResult(
+                priority=f.priority,
+                gpus=f.gpus,
+                bound=bounds.get(f.priority, f.gpus),
+            )
+            for f in figures
+        ),
+        None,
+    )
