@@ -24,16 +24,19 @@ from placewise.adapters.convert.core import decode_namespace, decode_node, decod
 from placewise.adapters.convert.kueue import (
     decode_cluster_queue,
     decode_cohort,
+    decode_configuration,
     decode_flavor,
     decode_local_queue,
     decode_priority_class,
     decode_topology,
 )
 from placewise.adapters.convert.workload import decode_workload
+from placewise.models.cluster import FairSharing
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 
 KUEUE = "kueue.x-k8s.io"
+KUEUE_CONFIG = "config.kueue.x-k8s.io"
 SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
     (KUEUE, "ResourceFlavor"): ("v1beta1", "v1beta2"),
     (KUEUE, "ClusterQueue"): ("v1beta1", "v1beta2"),
@@ -46,6 +49,7 @@ SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "Pod"): ("v1",),
     ("", "Namespace"): ("v1",),
     ("scheduling.k8s.io", "PriorityClass"): ("v1",),
+    (KUEUE_CONFIG, "Configuration"): ("v1beta1", "v1beta2"),
 }
 NAMESPACED = {"LocalQueue", "Workload", "Pod"}
 
@@ -174,6 +178,7 @@ def decode_objects(
     }
     unknown: Counter[str] = Counter()
     warnings: list[Problem] = []
+    config: FairSharing | None = None
     for raw in raws:
         obj = raw.obj
         api_version = str(obj.get("apiVersion", ""))
@@ -199,6 +204,9 @@ def decode_objects(
                 f"(supported: {', '.join(SUPPORTED[(group, kind)])})",
             )
             continue
+        if kind == "Configuration":
+            config = _configuration(ctx, obj, version, config, warnings)
+            continue
         if not name:
             ctx.error("metadata.name", "missing")
             continue
@@ -217,7 +225,31 @@ def decode_objects(
         warnings.append(
             Problem(Location(), f"ignored objects of unrecognised kinds: {kinds}")
         )
-    return Objects(**tables), warnings
+    return Objects(**tables, fair_sharing=config or FairSharing()), warnings
+
+
+def _configuration(
+    ctx: Ctx,
+    obj: Mapping[str, Any],
+    version: str,
+    seen: FairSharing | None,
+    warnings: list[Problem],
+) -> FairSharing | None:
+    """Kueue's Configuration: at most one per instance (it has no name to
+    tell two apart, and Kueue runs with exactly one)."""
+    if seen is not None:
+        ctx.error("kind", "a second Kueue Configuration; an instance has at most one")
+        return seen
+    fair, ignored = decode_configuration(ctx, obj, version)
+    if ignored:
+        warnings.append(
+            Problem(
+                Location(file=ctx.file, kind=ctx.kind, name=ctx.name, line=ctx.line),
+                "ignored fields of Kueue's Configuration (only fairSharing "
+                f"matters to placewise): {', '.join(ignored)}",
+            )
+        )
+    return fair
 
 
 def _decode(

@@ -39,6 +39,7 @@ from placewise.adapters.serve.config import (
 )
 from placewise.adapters.serve.gangs import Gang, GangSources
 from placewise.adapters.serve.informer import Cache
+from placewise.models.cluster import FairSharing
 from placewise.models.errors import Problem
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 from placewise.models.workload import Workload
@@ -234,8 +235,13 @@ class SnapshotBuilder:
         self._mark_gang_pods(tables, views)
         self._adjust(tables["workloads"], now)
         self.decoder.prune()
-        snap = build_snapshot(Objects(**tables))
+        snap = build_snapshot(Objects(**tables, fair_sharing=self.fair_sharing()))
         return Built(snap, generation, views, raw_kueue, waiting)
+
+    def fair_sharing(self) -> FairSharing:
+        """Kueue's fair-sharing settings: ``--kueue-config`` when given, else
+        Kueue's manager ConfigMap when the cluster has one, else off."""
+        return self.cfg.kueue_config or FairSharing()
 
     # -- gangs -----------------------------------------------------------------
 

@@ -13,6 +13,7 @@ Algorithm overview (``scheduler.go: schedule``), per cycle:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -23,6 +24,7 @@ from placewise.solver.greedy.modes import Mode, PreemptionMode
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
 from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.fairsharing import Contender, tournament
 from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.workload import TasUsage, WlInfo, admission_frs
 
@@ -43,6 +45,8 @@ class Entry:
     status: Status = Status.NOMINATED
     requeue: Requeue = Requeue.NO_FIT
     message: str = ""
+    refused: list[str] = field(default_factory=list)
+    """Why fair sharing refused the victims it considered, if it did."""
 
 
 @dataclass(slots=True)
@@ -58,14 +62,27 @@ class Outcome:
     cycles: int = 0
 
 
+def _classical_key(e: Entry) -> tuple[object, ...]:
+    """Kueue's classical entry order (§3.3), queue and UID making it total."""
+    return (
+        e.assignment.borrowing,
+        -e.info.priority,
+        e.info.queue_ts.timestamp(),
+        e.info.cq,
+        e.info.uid,
+    )
+
+
 class GreedyScheduler:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.state = ClusterState(snapshot)
         self.preemptor = Preemptor(self.state)
+        self.fair = snapshot.fair_sharing.enable
         self.queues: dict[str, PendingQueue] = {}
         self.outcome = Outcome()
         self._temp: list[tuple[str, dict[FR, int], list[TasUsage]]] = []
+        self._refused: list[str] = []
         for name, cq in sorted(snapshot.cluster_queues.items()):
             if snapshot.is_active(name):
                 self.queues[name] = PendingQueue(cq)
@@ -108,19 +125,13 @@ class GreedyScheduler:
                 )
                 progress |= queue.requeue(info, reason)
                 continue
+            self._refused = []
             assignment, targets = self.get_assignments(info)
-            entries.append(Entry(info, assignment, targets))
-        entries.sort(
-            key=lambda e: (
-                e.assignment.borrowing,
-                -e.info.priority,
-                e.info.queue_ts.timestamp(),
-                e.info.cq,
-                e.info.uid,
-            )
-        )
+            entries.append(Entry(info, assignment, targets, refused=self._refused))
+        entries.sort(key=_classical_key)
         preempted: dict[str, WlInfo] = {}
-        for e in entries:
+        ordered = self._fair_order(entries) if self.fair else iter(entries)
+        for e in ordered:
             progress |= self.process(e, preempted)
         for e in entries:
             if e.status not in (Status.ASSUMED,):
@@ -154,6 +165,37 @@ class GreedyScheduler:
         for name, queue in self.queues.items():
             if self.state.quota.root(name).id in roots:
                 queue.retry_parked()
+
+    def _fair_order(self, entries: list[Entry]) -> Iterator[Entry]:
+        """Kueue's fair-sharing iterator (§7.2): the next entry is the winner
+        of its cohort tree's tournament, with shares recomputed after every
+        processed entry (the caller processes each before the next pop).
+
+        Kueue leaves the order between trees open; placewise takes the tree
+        of the first remaining entry in the classical order.
+        """
+        remaining = {e.info.cq: e for e in entries}
+        quota = self.state.quota
+        while remaining:
+            first = min(remaining.values(), key=_classical_key)
+            pick = first
+            if quota.node(first.info.cq).parent is not None:
+                root = quota.root(first.info.cq)
+                contenders = {
+                    cq: Contender(
+                        cq,
+                        e.assignment.quota_usage(),
+                        e.info.priority,
+                        e.info.queue_ts.timestamp(),
+                    )
+                    for cq, e in remaining.items()
+                    if quota.root(cq) is root
+                }
+                won = tournament(self.preemptor.shares, root, contenders)
+                if won is not None:
+                    pick = remaining[won.cq]
+            del remaining[pick.info.cq]
+            yield pick
 
     # -- nomination --------------------------------------------------------------
 
@@ -222,6 +264,7 @@ class GreedyScheduler:
             return full, []
         if mode is Mode.PREEMPT:
             targets = self._targets(fa, full)
+            self._refused = list(self.preemptor.blocked)
             if targets:
                 return full, targets
         pod_sets = fa.wl.obj.pod_sets
@@ -302,7 +345,9 @@ class GreedyScheduler:
         if mode is Mode.PREEMPT and not e.targets:
             e.requeue = Requeue.NO_CANDIDATES
             e.message = (e.assignment.message() or "waiting for quota") + (
-                "; no preemption candidates"
+                "; fair sharing allows no victims: " + "; ".join(e.refused)
+                if e.refused
+                else "; no preemption candidates"
             )
             if cq.preemption.reclaim_within_cohort != "Any":
                 self._reserve(e)

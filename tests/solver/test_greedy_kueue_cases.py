@@ -31,12 +31,6 @@ XFAIL: dict[str, str] = {
     ),
 }
 
-PENDING_GROUP = "fairsharing"
-PENDING_REASON = (
-    "fair sharing (issue 11) is not implemented yet: these cases run Kueue with "
-    "fairSharing.enable"
-)
-
 
 # The v1beta1 transcription of these cases lost the pod-set slice layers the
 # Go tests set (v1beta1 has no podsetSliceRequiredTopologyConstraints), so
@@ -166,8 +160,6 @@ def test_kueue_case(case: Path) -> None:
     case_id = f"{case.parent.name}/{case.name}"
     if case_id in XFAIL:
         pytest.xfail(XFAIL[case_id])
-    if case.parent.name == PENDING_GROUP:
-        pytest.xfail(PENDING_REASON)
     expected = yaml.safe_load((case / "expected.yaml").read_text())
     snap = load_case(case)
     plan = solve_greedy(snap, cycles=expected.get("cycles", 1))
