@@ -18,11 +18,6 @@ from placewise.models.validate import validate
 from tests.kueue_cases import case_id, expected_plan, instance_path, list_cases
 
 CASES = list_cases()
-FAIR_PREEMPTION = {
-    "with-fair-sharing-hierarchical-nominal-first-prefers-non-borrowing-leaf-cq"
-}
-"""Kueue preempts here under a fair-sharing strategy the validator does not
-know yet (issue 11)."""
 
 
 @cache
@@ -39,8 +34,6 @@ def test_cases_are_present() -> None:
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_kueue_outcome_is_feasible(case: Path) -> None:
     """Kueue's admissions, preemptions and pending set pass every rule."""
-    if case.parent.name == "fairsharing" and case.name in FAIR_PREEMPTION:
-        pytest.xfail("fair-sharing preemption rule (issue 11) not in the validator")
     snap = snapshot(case)
     violations = validate(snap, expected_plan(case, snap))
     assert violations == [], "\n".join(str(v) for v in violations)
