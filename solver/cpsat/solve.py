@@ -26,6 +26,7 @@ from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.plan_io import fallback
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 from placewise.solver.kueue.eligibility import requests_tas
+from placewise.solver.kueue.fairsharing import final_state_violations
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -171,6 +172,15 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
                 )
             }
         )
+    # -- interim guard (issue 11), until the model encodes fair sharing: a
+    # plan whose evictions Kueue's fair-sharing preemption would refuse is
+    # replaced by the greedy's, which follows Kueue.  The lead replaces this
+    # with constraints built on solver/kueue/fairsharing.py.
+    if snapshot.fair_sharing.enable and plan.preemptions != greedy.preemptions:
+        unfair = final_state_violations(snapshot, plan)
+        if unfair:
+            return _fallback(greedy, start, "fair sharing refuses " + unfair[0])
+    # -- end of interim guard
     wall = time.perf_counter() - start
     return plan.model_copy(
         update={"solver": plan.solver.model_copy(update={"wall_seconds": wall})}

@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from placewise.models.cluster import PreemptionStrategy
+from placewise.models.cluster import PODS, PreemptionStrategy
+from placewise.models.plan import Plan
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSetAssignment, Workload
 from placewise.solver.kueue.quota import FR, QuotaNode, QuotaTree, cohort_id, cq_id
 
 
@@ -296,3 +298,127 @@ def almost_lcas(
             j = next(k for k, n in enumerate(mine) if n.id == node.id)
             return mine[j - 1], theirs[i - 1]
     raise ValueError(f"ClusterQueues {preemptor} and {target} share no cohort")
+
+
+# -- a plan's final state (what the optimizer must respect) ----------------------
+
+
+def _admission_usage(psas: Iterable[PodSetAssignment]) -> dict[FR, int]:
+    out: dict[FR, int] = {}
+    for psa in psas:
+        for r, v in psa.resource_usage.items():
+            f = psa.flavors.get(r)
+            if f is not None and v:
+                out[(f, r)] = out.get((f, r), 0) + v
+    return out
+
+
+def _pending_usage(
+    snapshot: Snapshot, w: Workload, cq: str, victim_frs: set[FR]
+) -> dict[FR, int]:
+    """A preemptor the plan leaves pending: its smallest request, on the
+    flavors its victims use (a resource on none of them is left out)."""
+    queue = snapshot.cluster_queues[cq]
+    out: dict[FR, int] = {}
+    for ps in w.pod_sets:
+        count = ps.min_count or ps.count
+        requests = {r: v * count for r, v in ps.requests.items() if v > 0}
+        if queue.group_of(PODS) is not None and count > 0:
+            requests[PODS] = count
+        for r, v in requests.items():
+            group = queue.group_of(r)
+            if group is None:
+                continue
+            for fq in queue.resource_groups[group].flavors:
+                if (fq.name, r) in victim_frs:
+                    out[(fq.name, r)] = out.get((fq.name, r), 0) + v
+                    break
+    return out
+
+
+def final_state_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
+    """Evictions from another queue that Kueue's fair sharing would not allow
+    in the plan's final state; empty when fair sharing is off.
+
+    The preemptor's side is measured with the running workloads that stay
+    plus the preemptor alone; LessThanOrEqualToFinalShare compares it with
+    the target side after the plan, LessThanInitialShare with the target
+    side at the plan's peak (nothing evicted, everything admitted).  A
+    preemptor within its nominal quota on what it shares with the victim
+    needs no strategy (Kueue's "nominal first").  The validator states the
+    same rule in its own code (``preemption.fair-sharing``).
+    """
+    fair = snapshot.fair_sharing
+    if not fair.enable or not plan.preemptions:
+        return []
+    running = {w.key: w for w in snapshot.running}
+    victims = {p.workload: p for p in plan.preemptions if p.workload in running}
+    admitted = {a.workload: a for a in plan.admissions}
+    base, final, peak = (QuotaTree(snapshot) for _ in range(3))
+    for key in victims:
+        v = running[key]
+        assert v.admission is not None
+        base.remove_usage(v.admission.cluster_queue, v.usage())
+        final.remove_usage(v.admission.cluster_queue, v.usage())
+    for a in plan.admissions:
+        final.add_usage(a.cluster_queue, _admission_usage(a.pod_set_assignments))
+        peak.add_usage(a.cluster_queue, _admission_usage(a.pod_set_assignments))
+    node_weights = weights(snapshot)
+    on = {
+        name: Shares(t, node_weights)
+        for name, t in (("b", base), ("f", final), ("p", peak))
+    }
+    out: list[str] = []
+    for key, pre in sorted(victims.items()):
+        v = running[key]
+        assert v.admission is not None
+        target = v.admission.cluster_queue
+        adm = admitted.get(pre.preemptor)
+        w = snapshot.workloads.get(pre.preemptor)
+        cq = adm.cluster_queue if adm else snapshot.cluster_queue_of(w) if w else None
+        if w is None or cq is None or cq == target or cq not in snapshot.cluster_queues:
+            continue
+        if pre.reason == "InCohortReclaimWhileBorrowing":
+            out.append(f"{key}: InCohortReclaimWhileBorrowing under fair sharing")
+            continue
+        if base.root(cq) is not base.root(target):
+            continue  # another tree: not a fair-sharing question
+        frs = {
+            fr
+            for other, p in victims.items()
+            if p.preemptor == pre.preemptor
+            for fr in running[other].usage()
+        }
+        own = (
+            _admission_usage(adm.pod_set_assignments)
+            if adm
+            else _pending_usage(snapshot, w, cq, frs)
+        )
+        tnode = peak.node(target)
+        if not any(tnode.usage.get(fr, 0) > tnode.nominal.get(fr, 0) for fr in own):
+            out.append(f"{key}: ClusterQueue {target} does not borrow")
+            continue
+        shared = set(own) & set(v.usage())
+        base.add_usage(cq, own)
+        try:
+            me = base.node(cq)
+            if shared and all(
+                me.usage.get(fr, 0) <= me.nominal.get(fr, 0) for fr in shared
+            ):
+                continue
+            mine, theirs = almost_lcas(base, cq, target)
+            pns = on["b"].share(mine)
+        finally:
+            base.remove_usage(cq, own)
+        tns = on["f"].share(final.nodes[theirs.id])
+        tos = on["p"].share(peak.nodes[theirs.id])
+        strategies = fair.preemption_strategies
+        if not (
+            ("LessThanOrEqualToFinalShare" in strategies and compare(pns, tns) <= 0)
+            or ("LessThanInitialShare" in strategies and compare(pns, tos) < 0)
+        ):
+            out.append(
+                f"{key}: {node_name(mine)}'s share {pns} exceeds "
+                f"{node_name(theirs)}'s {tns} after the plan ({tos} before)"
+            )
+    return out
