@@ -111,6 +111,48 @@ def snapshot_from_text(text: str, source: str = "<text>") -> Snapshot:
     return build_snapshot(objects, warnings)
 
 
+KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
+"""The key of Kueue's manager ConfigMap that holds its Configuration."""
+
+
+def kueue_fair_sharing(text: str, source: str) -> tuple[FairSharing, list[Problem]]:
+    """Kueue's fair-sharing settings from its configuration alone (``serve
+    --kueue-config FILE``, Kueue's manager ConfigMap): a Configuration
+    document, or a ConfigMap holding one under ``controller_manager_config.yaml``.
+    Returns the settings and the warnings; a text without a Configuration, or
+    a bad one, raises :class:`InstanceError` (exit 2)."""
+    problems: list[Problem] = []
+    raws: list[RawObject] = []
+    for doc, line in _documents(source, text, problems):
+        if not isinstance(doc, Mapping):
+            continue
+        if doc.get("kind") == "ConfigMap":
+            meta = (
+                doc.get("metadata") if isinstance(doc.get("metadata"), Mapping) else {}
+            )
+            assert isinstance(meta, Mapping)
+            inner = (doc.get("data") or {}).get(KUEUE_CONFIG_KEY)
+            if isinstance(inner, str):
+                return kueue_fair_sharing(inner, f"{source} data.{KUEUE_CONFIG_KEY}")
+            where = Location(
+                file=source,
+                kind="ConfigMap",
+                namespace=str(meta.get("namespace") or ""),
+                name=str(meta.get("name") or ""),
+                field=f"data.{KUEUE_CONFIG_KEY}",
+                line=line,
+            )
+            problems.append(Problem(where, "missing: no Kueue Configuration"))
+            continue
+        raws.append(RawObject(doc, source, line))
+    if not problems and not any(r.obj.get("kind") == "Configuration" for r in raws):
+        problems.append(Problem(Location(file=source), "no Kueue Configuration found"))
+    objects, warnings = decode_objects(raws, problems)
+    if problems:
+        raise InstanceError(problems)
+    return objects.fair_sharing, warnings
+
+
 def read_objects(paths: Iterable[str | Path]) -> tuple[list[RawObject], list[Problem]]:
     """Every Kubernetes object in the files, with ``List`` wrappers unwrapped."""
     problems: list[Problem] = []

@@ -192,6 +192,9 @@ class SnapshotBuilder:
         self.evicting: set[str] = set()
         """Victim workload keys whose eviction we issued (reused as victims first)."""
         self._terminating: set[str] = set()
+        self.kueue_config = FairSharing()
+        """From Kueue's manager ConfigMap (kueue mode; read once at start, as
+        Kueue reads its configuration once)."""
         self.sticky: set[str] = set()
         """Gangs the published plan admits but that are not bound yet: they
         keep the head of their queue (as if Kueue had reserved their quota), so
@@ -240,8 +243,10 @@ class SnapshotBuilder:
 
     def fair_sharing(self) -> FairSharing:
         """Kueue's fair-sharing settings: ``--kueue-config`` when given, else
-        Kueue's manager ConfigMap when the cluster has one, else off."""
-        return self.cfg.kueue_config or FairSharing()
+        what the sidecar read from Kueue's manager ConfigMap, else off."""
+        if self.cfg.kueue_config is not None:
+            return self.cfg.kueue_config
+        return self.kueue_config
 
     # -- gangs -----------------------------------------------------------------
 
