@@ -13,6 +13,7 @@ Algorithm overview (``scheduler.go: schedule``), per cycle:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -27,6 +28,8 @@ from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Contender, tournament
 from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.workload import TasUsage, WlInfo, admission_frs
+
+log = logging.getLogger("placewise.greedy")
 
 
 class Status(Enum):
@@ -73,6 +76,12 @@ def _classical_key(e: Entry) -> tuple[object, ...]:
     )
 
 
+Signature = tuple[
+    frozenset[str], frozenset[str], frozenset[tuple[str, str, bool, bool]]
+]
+"""The state the next cycles are a function of (see ``_signature``)."""
+
+
 class GreedyScheduler:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -83,6 +92,9 @@ class GreedyScheduler:
         self.outcome = Outcome()
         self._temp: list[tuple[str, dict[FR, int], list[TasUsage]]] = []
         self._refused: list[str] = []
+        self._fresh: list[WlInfo] = []
+        """Admitted this cycle: their usage counts at once, but as in Kueue's
+        snapshot they become preemption candidates only next cycle."""
         for name, cq in sorted(snapshot.cluster_queues.items()):
             if snapshot.is_active(name):
                 self.queues[name] = PendingQueue(cq)
@@ -100,12 +112,49 @@ class GreedyScheduler:
 
     def run(self, max_cycles: int | None = None) -> Outcome:
         limit = max_cycles if max_cycles is not None else 1_000_000
+        seen: dict[int, list[Signature]] = {}
         while self.outcome.cycles < limit:
             self.outcome.cycles += 1
             if not self.cycle():
                 break
+            sig = self._signature()
+            earlier = seen.setdefault(hash(sig), [])
+            if sig in earlier:
+                self._flapping()
+                break
+            earlier.append(sig)
         self._explain_unattempted()
         return self.outcome
+
+    def _signature(self) -> Signature:
+        """Everything the next cycles depend on: who was admitted or evicted in
+        this run, and every queue's content (the cluster state follows)."""
+        queues = frozenset(
+            (name, key, key in q.parked, key == q.sticky)
+            for name, q in self.queues.items()
+            for key in (*q.active, *q.parked)
+        )
+        return (
+            frozenset(self.outcome.admitted),
+            frozenset(self.outcome.preempted),
+            queues,
+        )
+
+    def _flapping(self) -> None:
+        """Kueue would repeat the same cycles forever (an admission that a
+        preemption in the next cycle takes back, e.g. by fair sharing): the
+        run stops where it stands, and says so."""
+        log.warning(
+            "greedy: cycle %d repeats an earlier state (admissions and "
+            "preemptions alternate, as Kueue's would); stopping there",
+            self.outcome.cycles,
+        )
+        for key in self.outcome.preempted.values():
+            self.outcome.reasons[key[0]] = (
+                self.outcome.reasons.get(key[0], "pending")
+                + " (Kueue's cycles would repeat from here: what it admits is "
+                "preempted again in a later cycle)"
+            )
 
     def cycle(self) -> bool:
         """One scheduling cycle; False when nothing changed (quiescence)."""
@@ -152,6 +201,9 @@ class GreedyScheduler:
         for cq, usage, tas in reversed(self._temp):
             self.state.remove_usage(cq, usage, tas)
         self._temp.clear()
+        for info in self._fresh:
+            self.state.add(info)
+        self._fresh.clear()
         roots = set()
         for info in victims.values():
             self.state.remove(info)
@@ -425,7 +477,8 @@ class GreedyScheduler:
             frs=admission_frs(psas),
             tas=list(e.assignment.tas_usage),
         )
-        self.state.add(info)
+        self._temp_usage(info.cq, info.usage, info.tas)
+        self._fresh.append(info)
         queue = self.queues[e.info.cq]
         if queue.sticky == e.info.key:
             queue.sticky = None

@@ -108,3 +108,18 @@ def test_reclaim_by_share_and_why_it_stops() -> None:
     reason = waiting["default/a6"]
     assert "fair sharing allows no victims" in reason
     assert "ClusterQueue a's share (584) above ClusterQueue b's (417)" in reason
+
+
+def test_a_run_that_would_flap_stops(caplog) -> None:
+    """fair-share seed 2: each cycle one team's head wins the tournament and
+    is admitted, and another team's head, which no longer fits its topology,
+    takes back that team's previous admission by share (Kueue's fill back
+    keeps only the cross-queue victim).  Kueue would repeat this forever;
+    the greedy stops at the first repeated state, with a valid plan."""
+    from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
+
+    snap = generate_snapshot(Instance("fair-share", 2))
+    plan = solve_greedy(snap)
+    assert_feasible(snap, plan)
+    assert "repeats an earlier state" in caplog.text
+    assert any("would repeat" in p.reason for p in plan.pending)
