@@ -37,9 +37,26 @@ def _flatten(doc: Any, where: str) -> list[JSON]:
         return out
     if not doc.get("apiVersion") or not kind:
         raise InstanceError(f"{where}: object without apiVersion/kind")
+    if kind == "Configuration" and str(doc["apiVersion"]).startswith("config.kueue."):
+        return [kueue_config_map(doc)]
     if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
         raise InstanceError(f"{where}: {kind} without metadata.name")
     return [doc]
+
+
+def kueue_config_map(config: JSON) -> JSON:
+    """Kueue's Configuration in an instance is served where a cluster keeps it:
+    the manager ConfigMap ``kueue-system/kueue-manager-config``, under
+    ``controller_manager_config.yaml`` (what ``placewise serve`` reads)."""
+    body = {k: v for k, v in config.items() if k != "metadata"}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+        "data": {
+            "controller_manager_config.yaml": yaml.safe_dump(body, sort_keys=False)
+        },
+    }
 
 
 def read_objects(text: str, source: str = "<string>") -> list[JSON]:

@@ -188,3 +188,22 @@ def test_bad_kueue_config_is_exit_2(
     assert code == 2
     assert str(path) in err and fragment in err
     assert "Traceback" not in err
+
+
+def test_emulated_instance_serves_its_configuration_as_the_config_map(
+    harness_factory,
+) -> None:
+    """An instance file's Configuration becomes Kueue's manager ConfigMap in
+    the emulator, so the sidecar on an emulated fair-sharing case shares."""
+    from placewise.adapters.emulator import load_instance_files
+    from tests.kueue_cases import CASES
+
+    case = CASES / "fairsharing" / "deep-preemption" / "instance.yaml"
+    objects = load_instance_files([case])
+    (cm,) = [o for o in objects if o["kind"] == "ConfigMap"]
+    assert cm["metadata"] == {
+        "name": "kueue-manager-config",
+        "namespace": "kueue-system",
+    }
+    h = harness_factory(objects)
+    assert h.sidecar(mode="kueue").builder.fair_sharing().enable
