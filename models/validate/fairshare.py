@@ -12,7 +12,9 @@ through or ends in:
 * the preemptor's side (the child of the lowest common cohort holding its
   queue) is measured with the running workloads that stay plus the
   preemptor alone — later admissions of a multi-cycle plan cannot make an
-  earlier eviction illegal;
+  earlier eviction illegal — and without the work its own queue could still
+  evict for it (``withinClusterQueue``): Kueue applies the strategy after
+  taking such victims and its fill back may return them afterwards;
 * LessThanOrEqualToFinalShare: that share must not exceed the target side's
   share after the plan (all evictions done, all admissions made);
 * LessThanInitialShare: it must be below the target side's share at the
@@ -164,6 +166,7 @@ class FairRule:
         self.peak = final_usage(ctx, keep_victims=True)
         self.strategies = ctx.snap.fair_sharing.preemption_strategies
         self._own: dict[str, Usage] = {}
+        self._relieved: dict[str, Usage] = {}
 
     def preemptor_usage(
         self, w: Workload, cq: ClusterQueue
@@ -197,12 +200,29 @@ class FairRule:
 
     def _with_preemptor(
         self, w: Workload, cq: ClusterQueue, own: Mapping[FlavorResource, int]
-    ) -> Usage:
+    ) -> tuple[Usage, Usage]:
+        """(running that stays + the preemptor; the same without what the
+        preemptor's own queue could still evict for it).
+
+        Kueue judges a strategy after the victims it took so far, its own
+        queue's included, and its fill back may then return those: the share
+        its strategy saw is no higher than the second state's."""
         if w.key not in self._own:
             usage = running_usage(self.ctx.remaining)
             add_usage(usage, cq.name, own)
+            relieved = {q: dict(per) for q, per in usage.items()}
+            mine = relieved.setdefault(cq.name, {})
+            for r in self.ctx.remaining:
+                assert r.admission is not None
+                if r.admission.cluster_queue != cq.name or not _within_policy(cq, w, r):
+                    continue
+                held = r.usage()
+                if set(held) & set(own):
+                    for fr, v in held.items():
+                        mine[fr] = mine.get(fr, 0) - v
             self._own[w.key] = usage
-        return self._own[w.key]
+            self._relieved[w.key] = relieved
+        return self._own[w.key], self._relieved[w.key]
 
     def check(
         self,
@@ -214,7 +234,7 @@ class FairRule:
         """Why this eviction is not justified, or None when it is."""
         mine, theirs = lca_path
         own = self.preemptor_usage(w, cq)
-        usage = self._with_preemptor(w, cq, own)
+        usage, relieved = self._with_preemptor(w, cq, own)
         shared = set(own) & set(victim.usage())
         me = ("cq", cq.name)
         root = self.tree.root_of(me)
@@ -223,7 +243,7 @@ class FairRule:
             for fr in shared
         ):
             return None  # nominal first: the preemptor's queue stays within quota
-        pns = self.shares.share(mine[-1], usage)
+        pns = self.shares.share(mine[-1], relieved)
         tns = self.shares.share(theirs[-1], self.final)
         tos = self.shares.share(theirs[-1], self.peak)
         if "LessThanOrEqualToFinalShare" in self.strategies and pns <= tns:
@@ -237,6 +257,18 @@ class FairRule:
             f"not be below it before ({_label(tos)}) "
             f"(strategies {', '.join(self.strategies)})"
         )
+
+
+def _within_policy(cq: ClusterQueue, w: Workload, other: Workload) -> bool:
+    """May ``w`` evict ``other`` of its own queue (``withinClusterQueue``)?"""
+    policy = cq.preemption.within_cluster_queue
+    if other.priority < w.priority:
+        return policy != "Never"
+    return (
+        policy == "LowerOrNewerEqualPriority"
+        and other.priority == w.priority
+        and w.queue_order_timestamp < other.queue_order_timestamp
+    )
 
 
 def _name(node: NodeId) -> str:

@@ -26,7 +26,9 @@ from placewise.models.plan import Plan
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSetAssignment, Workload
+from placewise.solver.kueue.preemption import satisfies_policy
 from placewise.solver.kueue.quota import FR, QuotaNode, QuotaTree, cohort_id, cq_id
+from placewise.solver.kueue.workload import WlInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,12 +338,39 @@ def _pending_usage(
     return out
 
 
+def _own_relief(
+    snapshot: Snapshot,
+    w: Workload,
+    cq: str,
+    own: Mapping[FR, int],
+    victims: Mapping[str, object],
+) -> dict[FR, int]:
+    """Usage of the work that stays in the preemptor's queue and that it
+    could still evict (``withinClusterQueue``, sharing a flavor-resource):
+    Kueue applies a strategy after taking such victims, and its fill back
+    may return them afterwards."""
+    policy = snapshot.cluster_queues[cq].preemption.within_cluster_queue
+    me = WlInfo(obj=w, cq=cq)
+    out: dict[FR, int] = {}
+    for r in snapshot.running:
+        assert r.admission is not None
+        if r.admission.cluster_queue != cq or r.key in victims:
+            continue
+        held = r.usage()
+        if set(held) & set(own) and satisfies_policy(me, WlInfo(obj=r, cq=cq), policy):
+            for fr, amount in held.items():
+                out[fr] = out.get(fr, 0) + amount
+    return out
+
+
 def final_state_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
     """Evictions from another queue that Kueue's fair sharing would not allow
     in the plan's final state; empty when fair sharing is off.
 
     The preemptor's side is measured with the running workloads that stay
-    plus the preemptor alone; LessThanOrEqualToFinalShare compares it with
+    plus the preemptor alone, less what its own queue could still evict for
+    it (Kueue's fill back may return victims taken before the strategy
+    passed); LessThanOrEqualToFinalShare compares it with
     the target side after the plan, LessThanInitialShare with the target
     side at the plan's peak (nothing evicted, everything admitted).  A
     preemptor within its nominal quota on what it shares with the victim
@@ -399,6 +428,7 @@ def final_state_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
             out.append(f"{key}: ClusterQueue {target} does not borrow")
             continue
         shared = set(own) & set(v.usage())
+        relief = _own_relief(snapshot, w, cq, own, victims)
         base.add_usage(cq, own)
         try:
             me = base.node(cq)
@@ -407,7 +437,9 @@ def final_state_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
             ):
                 continue
             mine, theirs = almost_lcas(base, cq, target)
+            base.remove_usage(cq, relief)
             pns = on["b"].share(mine)
+            base.add_usage(cq, relief)
         finally:
             base.remove_usage(cq, own)
         tns = on["f"].share(final.nodes[theirs.id])

@@ -50,7 +50,7 @@ def test_fairness_of_a_plan() -> None:
     assert [q for q, _ in after.shares] == sorted(snap.cluster_queues)
     assert after.jain > before.jain
     assert after.jain > 0.95
-    assert 1 <= after.max_min < 1.2
+    assert 1 <= after.max_min < 1.5
     assert math.isinf(before.max_min)  # some team starts borrowing nothing
 
 

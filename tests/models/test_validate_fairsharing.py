@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from placewise.models.validate import Violation
+from placewise.solver.kueue.fairsharing import final_state_violations
 from tests.models.validate_builders import (
     admission,
     check,
@@ -44,26 +45,30 @@ def reclaim(
     strategies: tuple[str, ...] = (),
     fair: bool = True,
     reason: str = "InCohortFairSharing",
+    own_priority: int = 0,
+    priority: int = 0,
 ) -> list[Violation]:
     """``queue`` runs ``own`` cpu and admits 2 more by evicting b's victim;
     b also runs ``filler_cpu``."""
     objects = [
-        running("default/own", queue, own) if own else None,
+        running("default/own", queue, own, priority=own_priority) if own else None,
         running("default/victim", "b", victim_cpu),
         running("default/filler", "b", filler_cpu, priority=9),
-        pending("default/in", 2, queue=f"lq-{queue}"),
+        pending("default/in", 2, queue=f"lq-{queue}", priority=priority),
     ]
     if fair:
         objects.append(config(*strategies))
     snap = load("fair.yaml", *[o for o in objects if o is not None])
     entry = psa("main", {"cpu": "f"}, {"cpu": "2"})
-    return check(
-        snap,
-        plan(
-            [admission("default/in", queue, entry)],
-            preemptions=[("default/victim", "default/in", reason)],
-        ),
+    p = plan(
+        [admission("default/in", queue, entry)],
+        preemptions=[("default/victim", "default/in", reason)],
     )
+    found = check(snap, p)
+    # The optimizer's guard states the same rule in the solvers' code.
+    fair_here = any(v.rule == "preemption.fair-sharing" for v in found)
+    assert fair_here == any("share" in m for m in final_state_violations(snap, p))
+    return found
 
 
 @pytest.mark.parametrize(
@@ -149,3 +154,14 @@ def test_only_the_victims_queue_must_borrow() -> None:
 
     assert rules(evict()) == ["preemption.not-borrowing"]
     assert rules(evict(config())) == []
+
+
+def test_own_queue_work_the_preemptor_could_evict() -> None:
+    """Kueue applies the strategy after the victims it took in the preemptor's
+    own queue, then its fill back may return them: a's 4 running cpu of lower
+    priority count as evictable, so a's share is judged without them (within
+    nominal, 0) — with higher priority they stay, and S2-a refuses."""
+    assert rules(reclaim(3, 5, strategies=(S2A,), priority=1)) == []
+    assert rules(reclaim(3, 5, strategies=(S2A,), priority=1, own_priority=5)) == [
+        "preemption.fair-sharing"
+    ]
