@@ -19,6 +19,7 @@ from placewise.adapters.convert.core import decode_namespace, decode_node, decod
 from placewise.adapters.convert.kueue import (
     decode_cluster_queue,
     decode_cohort,
+    decode_configuration,
     decode_flavor,
     decode_local_queue,
     decode_priority_class,
@@ -26,10 +27,12 @@ from placewise.adapters.convert.kueue import (
 )
 from placewise.adapters.convert.workload import decode_workload
 from placewise.adapters.documents import documents, objects, read_text
+from placewise.models.cluster import FairSharing
 from placewise.models.errors import InstanceError, Location, Problem, describe
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 
 KUEUE = "kueue.x-k8s.io"
+KUEUE_CONFIG = "config.kueue.x-k8s.io"
 SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
     (KUEUE, "ResourceFlavor"): ("v1beta1", "v1beta2"),
     (KUEUE, "ClusterQueue"): ("v1beta1", "v1beta2"),
@@ -42,6 +45,7 @@ SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "Pod"): ("v1",),
     ("", "Namespace"): ("v1",),
     ("scheduling.k8s.io", "PriorityClass"): ("v1",),
+    (KUEUE_CONFIG, "Configuration"): ("v1beta1", "v1beta2"),
 }
 NAMESPACED = {"LocalQueue", "Workload", "Pod"}
 
@@ -67,6 +71,60 @@ def snapshot_from_text(text: str, source: str = "<text>") -> Snapshot:
     if problems:
         raise InstanceError(problems)
     return build_snapshot(objs, warnings)
+
+
+KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
+"""The key of Kueue's manager ConfigMap that holds its Configuration."""
+
+
+def kueue_fair_sharing(
+    text: str, source: str, in_config_map: bool = False
+) -> tuple[FairSharing, list[Problem]]:
+    """Kueue's fair-sharing settings from its configuration alone (``serve
+    --kueue-config FILE``, Kueue's manager ConfigMap): a Configuration
+    document, or a ConfigMap holding one under ``controller_manager_config.yaml``.
+    Returns the settings and the warnings; a text without a Configuration, or
+    a bad one, raises :class:`InstanceError` (exit 2).  The ConfigMap's text
+    must hold the Configuration itself: a ConfigMap nested in it is refused
+    (a crafted file could otherwise nest them past the recursion limit)."""
+    problems: list[Problem] = []
+    raws: list[RawObject] = []
+    for doc, line in documents(source, text, problems):
+        for item in objects(source, doc, line, problems):
+            if item.get("kind") != "ConfigMap":
+                raws.append(RawObject(item, source, line))
+                continue
+            meta = item.get("metadata")
+            meta = meta if isinstance(meta, Mapping) else {}
+            where = Location(
+                file=source,
+                kind="ConfigMap",
+                namespace=_shown(meta.get("namespace")),
+                name=_shown(meta.get("name")),
+                field=f"data.{KUEUE_CONFIG_KEY}",
+                line=line,
+            )
+            if in_config_map:
+                problems.append(Problem(where, "a ConfigMap inside a ConfigMap"))
+                continue
+            data = item.get("data")
+            inner = data.get(KUEUE_CONFIG_KEY) if isinstance(data, Mapping) else None
+            if isinstance(inner, str):
+                return kueue_fair_sharing(
+                    inner, f"{source} data.{KUEUE_CONFIG_KEY}", in_config_map=True
+                )
+            problems.append(Problem(where, "missing: no Kueue Configuration"))
+    if not problems and not any(r.obj.get("kind") == "Configuration" for r in raws):
+        problems.append(Problem(Location(file=source), "no Kueue Configuration found"))
+    objs, warnings = decode_objects(raws, problems)
+    if problems:
+        raise InstanceError(problems)
+    return objs.fair_sharing, warnings
+
+
+def _shown(value: Any) -> str:
+    """A name field of an object no decoder vouched for, safe to print."""
+    return describe(value, quote=False) if value else ""
 
 
 def read_objects(
@@ -137,6 +195,7 @@ def decode_objects(
     }
     unknown: Counter[str] = Counter()
     warnings: list[Problem] = []
+    config: FairSharing | None = None
     for raw in raws:
         ident = _identity(raw, problems)
         if ident is None:
@@ -158,6 +217,9 @@ def decode_objects(
                 f"(supported: {', '.join(SUPPORTED[(group, kind)])})",
             )
             continue
+        if kind == "Configuration":
+            config = _configuration(ctx, raw.obj, version, config, warnings)
+            continue
         if not name:
             ctx.error("metadata.name", "missing")
             continue
@@ -176,7 +238,31 @@ def decode_objects(
         warnings.append(
             Problem(Location(), f"ignored objects of unrecognised kinds: {kinds}")
         )
-    return Objects(**tables), warnings
+    return Objects(**tables, fair_sharing=config or FairSharing()), warnings
+
+
+def _configuration(
+    ctx: Ctx,
+    obj: Mapping[str, Any],
+    version: str,
+    seen: FairSharing | None,
+    warnings: list[Problem],
+) -> FairSharing | None:
+    """Kueue's Configuration: at most one per instance (it has no name to
+    tell two apart, and Kueue runs with exactly one)."""
+    if seen is not None:
+        ctx.error("kind", "a second Kueue Configuration; an instance has at most one")
+        return seen
+    fair, ignored = decode_configuration(ctx, obj, version)
+    if ignored:
+        warnings.append(
+            Problem(
+                Location(file=ctx.file, kind=ctx.kind, name=ctx.name, line=ctx.line),
+                "ignored fields of Kueue's Configuration (only fairSharing "
+                f"matters to placewise): {', '.join(ignored)}",
+            )
+        )
+    return fair
 
 
 MAX_NAME = 253

@@ -7,6 +7,7 @@ the :class:`placewise.models.snapshot.Snapshot` resolves references.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Literal
 
 from placewise.models.scheduling import Frozen, LabelSelector, Taint, Toleration
@@ -83,6 +84,8 @@ class ClusterQueue(Frozen):
     preemption: PreemptionPolicy = PreemptionPolicy()
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     stop_policy: str = "None"
+    fair_weight: Fraction = Fraction(1)
+    """``spec.fairSharing.weight``: exact, so shares compare without rounding."""
 
     def quota(self, flavor: str, resource: str) -> ResourceQuota | None:
         for group in self.resource_groups:
@@ -112,6 +115,7 @@ class Cohort(Frozen):
     resource_groups: tuple[ResourceGroup, ...] = ()
     implicit: bool = False
     """True when no Cohort object exists and a queue's reference created it."""
+    fair_weight: Fraction = Fraction(1)
 
     def quota(self, flavor: str, resource: str) -> ResourceQuota | None:
         for group in self.resource_groups:
@@ -121,6 +125,31 @@ class Cohort(Frozen):
                         if rq.name == resource:
                             return rq
         return None
+
+
+PreemptionStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+DEFAULT_STRATEGIES: tuple[PreemptionStrategy, ...] = (
+    "LessThanOrEqualToFinalShare",
+    "LessThanInitialShare",
+)
+SUPPORTED_STRATEGIES: tuple[tuple[PreemptionStrategy, ...], ...] = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    DEFAULT_STRATEGIES,
+)
+"""The only lists Kueue's configuration validation accepts, in this order."""
+
+
+class FairSharing(Frozen):
+    """Kueue's ``Configuration.fairSharing``: cohort fair sharing on or off.
+
+    Off (the default, no Configuration object) keeps Kueue's classical
+    ordering and preemption; on, every back-end orders and preempts by
+    dominant resource share (kueue-semantics §5.4, §5.5, §7.2).
+    """
+
+    enable: bool = False
+    preemption_strategies: tuple[PreemptionStrategy, ...] = DEFAULT_STRATEGIES
 
 
 class LocalQueue(Frozen):

@@ -16,6 +16,7 @@ from functools import cached_property
 from placewise.models.cluster import (
     ClusterQueue,
     Cohort,
+    FairSharing,
     LocalQueue,
     Namespace,
     Node,
@@ -43,6 +44,8 @@ class Objects:
     nodes: Mapping[str, Node] = field(default_factory=dict)
     pods: Mapping[str, Pod] = field(default_factory=dict)
     workloads: Mapping[str, Workload] = field(default_factory=dict)
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    """From Kueue's Configuration object, when the instance has one."""
 
 
 class Snapshot:
@@ -58,6 +61,7 @@ class Snapshot:
         self.pods = objects.pods
         self.local_queues = objects.local_queues
         self.cluster_queues = objects.cluster_queues
+        self.fair_sharing = objects.fair_sharing
         self.cohorts: dict[str, Cohort] = dict(objects.cohorts)
         self._add_implicit_cohorts()
         self.cohort_in_cycle = self._find_cycles()

@@ -151,6 +151,12 @@ def _root(snapshot: Snapshot, cq_name: str | None) -> str | None:
     return snapshot.root_of(cq) if cq is not None else None
 
 
+def _cohorts(snapshot: Snapshot, cq_name: str | None) -> list[str]:
+    """The queue's cohorts from the root down."""
+    cq = snapshot.cluster_queues.get(cq_name or "")
+    return list(reversed(snapshot.ancestors(cq))) if cq is not None else []
+
+
 def _preemptor(
     snapshot: Snapshot, victim: Workload, waiting: list[Workload]
 ) -> tuple[str, PreemptionReason]:
@@ -160,7 +166,8 @@ def _preemptor(
     candidate whose ClusterQueue policy could reach the victim (its own
     queue with withinClusterQueue set, or a queue of the same cohort tree
     with reclaimWithinCohort set) beats one merely in the same tree; ties go
-    to the higher priority, then the earlier queue-order timestamp.  The
+    to the queue closer to the victim's (deeper lowest common cohort), then
+    the higher priority, then the earlier queue-order timestamp.  The
     reason is InClusterQueue for the victim's own queue, else
     InCohortReclamation.
     """
@@ -168,7 +175,9 @@ def _preemptor(
     vcq = victim.admission.cluster_queue
     vroot = _root(snapshot, vcq)
 
-    def rank(w: Workload) -> tuple[int, int, datetime, str]:
+    vcohorts = _cohorts(snapshot, vcq)
+
+    def rank(w: Workload) -> tuple[int, int, int, datetime, str]:
         cq_name = snapshot.cluster_queue_of(w)
         cq = snapshot.cluster_queues.get(cq_name or "")
         if cq is None or snapshot.blocked_reason(w) is not None:
@@ -179,7 +188,9 @@ def _preemptor(
             tier = 0 if cq.preemption.reclaim_within_cohort != "Never" else 1
         else:
             tier = 2
-        return tier, -w.priority, w.queue_order_timestamp, w.key
+        # Closer in the cohort tree first: the lowest common cohort's depth.
+        shared = [c for c in _cohorts(snapshot, cq_name) if c in vcohorts]
+        return tier, -len(shared), -w.priority, w.queue_order_timestamp, w.key
 
     assert waiting, f"{victim.key} preempted but nothing is pending"
     best = min(waiting, key=rank)

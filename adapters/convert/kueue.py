@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from placewise.adapters.convert.context import Ctx
@@ -14,10 +15,13 @@ from placewise.adapters.convert.core import (
     tolerations,
 )
 from placewise.models.cluster import (
+    DEFAULT_STRATEGIES,
     HOSTNAME_LABEL,
+    SUPPORTED_STRATEGIES,
     BorrowWithinCohort,
     ClusterQueue,
     Cohort,
+    FairSharing,
     FlavorFungibility,
     FlavorQuotas,
     LocalQueue,
@@ -29,6 +33,7 @@ from placewise.models.cluster import (
     Topology,
 )
 from placewise.models.errors import describe
+from placewise.models.quantity import QuantityError, parse_fraction
 
 _FUNGIBILITY_ALIASES = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
 
@@ -235,7 +240,33 @@ def decode_cluster_queue(
         preemption=preemption,
         flavor_fungibility=fungibility,
         stop_policy=ctx.string(spec, "stopPolicy", "spec.stopPolicy", "None") or "None",
+        fair_weight=fair_weight(ctx, spec),
     )
+
+
+MIN_WEIGHT = Fraction(1, 10**9)
+"""Kueue's API: a non-zero weight must be greater than 10^-9."""
+
+
+def fair_weight(ctx: Ctx, spec: Mapping[str, Any]) -> Fraction:
+    """``spec.fairSharing.weight`` (default 1; 0 means an infinite share
+    while borrowing), exact, as a quantity."""
+    path = "spec.fairSharing.weight"
+    raw = ctx.mapping(spec, "fairSharing", "spec.fairSharing").get("weight")
+    if raw is None:
+        return Fraction(1)
+    try:
+        weight = parse_fraction(raw)
+    except QuantityError as exc:
+        ctx.error(path, f"not a quantity: {exc}")
+        return Fraction(1)
+    if weight < 0:
+        ctx.error(path, f"weight must not be negative, got {raw!r}")
+        return Fraction(1)
+    if 0 < weight <= MIN_WEIGHT:
+        ctx.error(path, f"a non-zero weight must be greater than 10^-9, got {raw!r}")
+        return Fraction(1)
+    return weight
 
 
 def decode_cohort(ctx: Ctx, obj: Mapping[str, Any]) -> Cohort:
@@ -247,6 +278,7 @@ def decode_cohort(ctx: Ctx, obj: Mapping[str, Any]) -> Cohort:
         name=ctx.name,
         parent=parent or None,
         resource_groups=resource_groups(ctx, spec, has_parent=bool(parent)),
+        fair_weight=fair_weight(ctx, spec),
     )
 
 
@@ -298,3 +330,56 @@ def decode_topology(ctx: Ctx, obj: Mapping[str, Any]) -> Topology | None:
     if HOSTNAME_LABEL in levels[:-1]:
         ctx.error("spec.levels", f"{HOSTNAME_LABEL} may only be the lowest level")
     return Topology(name=ctx.name, levels=tuple(levels))
+
+
+_CONFIG_KNOWN = frozenset({"apiVersion", "kind", "metadata", "fairSharing"})
+_FAIR_KNOWN = frozenset({"enable", "preemptionStrategies"})
+
+
+def decode_configuration(
+    ctx: Ctx, obj: Mapping[str, Any], version: str
+) -> tuple[FairSharing, list[str]]:
+    """Kueue's own ``Configuration``: only ``fairSharing`` changes decisions.
+
+    Returns the fair-sharing settings and the fields placewise ignores (the
+    loader warns once, naming them).  v1beta1 switches fair sharing on with
+    ``enable: true``; in v1beta2 the ``fairSharing`` section's presence does.
+    An unset strategy list takes Kueue's default; a list Kueue's validation
+    would refuse (unknown name, other combination or order) is an error.
+    """
+    ignored = sorted(describe(k, quote=False) for k in obj if k not in _CONFIG_KNOWN)
+    raw = obj.get("fairSharing")
+    if raw is None:
+        return FairSharing(), ignored
+    if not isinstance(raw, Mapping):
+        ctx.error("fairSharing", f"expected a mapping, got {type(raw).__name__}")
+        return FairSharing(), ignored
+    ignored += sorted(
+        f"fairSharing.{describe(k, quote=False)}" for k in raw if k not in _FAIR_KNOWN
+    )
+    if version == "v1beta1":
+        enable = ctx.boolean(raw, "enable", "fairSharing.enable", False)
+    else:
+        enable = True
+    path = "fairSharing.preemptionStrategies"
+    names = [str(n) for n in ctx.seq(raw, "preemptionStrategies", path)]
+    known = set(DEFAULT_STRATEGIES)
+    for i, name in enumerate(names):
+        if name not in known:
+            ctx.error(
+                f"{path}[{i}]",
+                f"unknown preemption strategy {name!r} (Kueue knows "
+                f"{', '.join(DEFAULT_STRATEGIES)})",
+            )
+    if not names:
+        return FairSharing(enable=enable), ignored
+    chosen = next((s for s in SUPPORTED_STRATEGIES if list(s) == names), None)
+    if chosen is None:
+        if all(n in known for n in names):
+            ctx.error(
+                path,
+                f"{names} is not a list Kueue supports: "
+                + "; ".join(str(list(s)) for s in SUPPORTED_STRATEGIES),
+            )
+        return FairSharing(enable=enable), ignored
+    return FairSharing(enable=enable, preemption_strategies=chosen), ignored

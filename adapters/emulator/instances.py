@@ -5,7 +5,8 @@ Parsing is the project's one reader of untrusted files
 ``List``/``<Kind>List`` unwrapping with the list's kind inferred for its
 items), typed so that numbers stay numbers when objects are served as JSON.
 This module adds only what the emulator needs: every object has an
-apiVersion, a kind and a name, in file order.
+apiVersion, a kind and a name, in file order; a Kueue Configuration becomes
+Kueue's manager ConfigMap.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from placewise.adapters.documents import documents, objects, read_text
 from placewise.models.errors import InstanceError, Location, Problem
@@ -42,9 +45,36 @@ def _read(text: str, source: str, problems: list[Problem]) -> list[JSON]:
     out: list[JSON] = []
     for doc, line in documents(source, text, problems, typed=True):
         for obj in objects(source, doc, line, problems):
-            if _check(obj, source, line, problems):
+            if _is_kueue_config(obj):
+                out.append(kueue_config_map(dict(obj)))
+            elif _check(obj, source, line, problems):
                 out.append(dict(obj))
     return out
+
+
+def _is_kueue_config(obj: Mapping[str, Any]) -> bool:
+    """Kueue's Configuration has no name and is no API object of its own."""
+    api_version = obj.get("apiVersion")
+    return (
+        obj.get("kind") == "Configuration"
+        and isinstance(api_version, str)
+        and api_version.startswith("config.kueue.")
+    )
+
+
+def kueue_config_map(config: JSON) -> JSON:
+    """Kueue's Configuration in an instance is served where a cluster keeps it:
+    the manager ConfigMap ``kueue-system/kueue-manager-config``, under
+    ``controller_manager_config.yaml`` (what ``placewise serve`` reads)."""
+    body = {k: v for k, v in config.items() if k != "metadata"}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+        "data": {
+            "controller_manager_config.yaml": yaml.safe_dump(body, sort_keys=False)
+        },
+    }
 
 
 def read_objects(text: str, source: str = "<string>") -> list[JSON]:

@@ -313,9 +313,29 @@ class QueueConfig:
     """Namespaces (each with a LocalQueue) per ClusterQueue."""
     flavor_order: Literal["same", "rotate"] = "same"
     """``rotate`` gives each team a different preferred flavor."""
+    cohort_quota_share: float = 0.0
+    """Share of the quota each cohort holds itself (a pool its queues borrow
+    from, Kueue's Cohort ``resourceGroups``); the teams split the rest."""
+    fair_sharing: bool = False
+    """Emit Kueue's Configuration with fair sharing enabled."""
+    fair_weights: tuple[str, ...] = ()
+    """``spec.fairSharing.weight`` per ClusterQueue, in team order (empty: none)."""
 
     def __post_init__(self) -> None:
         where = "queues"
+        _check(
+            0 <= self.cohort_quota_share < 1
+            and (self.cohort_quota_share == 0 or self.cohorts >= 1),
+            f"{where}.cohort_quota_share",
+            "in [0, 1), and needs cohorts",
+        )
+        _check(
+            not self.fair_weights or len(self.fair_weights) == self.cluster_queues,
+            f"{where}.fair_weights",
+            "one weight per ClusterQueue",
+        )
+        for w in self.fair_weights:
+            _check(_quantity(w, "weight", where) >= 0, f"{where}.fair_weights", ">= 0")
         _check(self.cluster_queues >= 1, f"{where}.cluster_queues", "must be >= 1")
         _check(
             0 <= self.cohorts <= self.cluster_queues,

@@ -42,12 +42,13 @@ def generate(config: GeneratorConfig, seed: int) -> list[dict[str, Any]]:
     # Phase 1-2: the cluster and the teams.
     layout = cluster.build_layout(config, layout_rng)
     teams = quota.build_teams(config, layout, team_rng)
+    pool = quota.cohort_pool(config, layout)
     state = workloads.Running(
         config=config,
         layout=layout,
         capacity=Capacity(layout),
         teams=teams,
-        quota=quota.QuotaTree(teams, config.queues.root_cohort),
+        quota=quota.QuotaTree(teams, config.queues.root_cohort, pool),
         snapshot=snapshot,
     )
 
@@ -61,12 +62,13 @@ def generate(config: GeneratorConfig, seed: int) -> list[dict[str, Any]]:
     # Phase 6: emit.
     pod_namespaces = sorted({p["metadata"]["namespace"] for p in plain_pods})
     objects: list[dict[str, Any]] = [
+        *quota.kueue_configuration(config),
         *quota.namespace_objects(config, teams, pod_namespaces),
         *cluster.node_objects(config, layout, seed, snapshot),
         cluster.topology_object(config),
         *cluster.flavor_objects(config),
         *quota.priority_class_objects(config),
-        *quota.cohort_objects(config, teams),
+        *quota.cohort_objects(config, teams, pool),
         *quota.cluster_queue_objects(config, teams),
         *quota.local_queue_objects(config, teams),
         *plain_pods,

@@ -21,6 +21,7 @@ from placewise.adapters.generate.config import (
     QueueConfig,
     WorkloadClass,
 )
+from placewise.adapters.generate.fairshare import fair_share
 
 HEADER = (
     "# placewise generator config, family {name!r}.\n"
@@ -640,6 +641,7 @@ FAMILIES: dict[str, Callable[[], GeneratorConfig]] = {
     "default": default,
     "fragmented": fragmented,
     "multi-team": multi_team,
+    "fair-share": fair_share,
     "preemption-heavy": preemption_heavy,
     "topology-heavy": topology_heavy,
     "kueue-tas-perf": kueue_tas_perf,

@@ -92,11 +92,7 @@ def build_teams(
         )
         teams.append(Team(name, cohort, float(shares[i]), order, namespaces))
 
-    totals = {  # capacity per flavor and resource
-        (t.flavor, res): int(layout.allocatable[r][layout.node_type == ti].sum())
-        for ti, t in enumerate(config.node_types)
-        for r, res in enumerate((CPU, MEMORY, GPU, PODS))
-    }
+    totals = _capacity(config, layout)
     for team in teams:
         for flavor in flavors:
             for res in q.covered_resources:
@@ -106,17 +102,42 @@ def build_teams(
     return teams
 
 
+def _capacity(config: GeneratorConfig, layout: Layout) -> dict[FlavorResource, int]:
+    """Allocatable capacity per flavor and resource."""
+    return {
+        (t.flavor, res): int(layout.allocatable[r][layout.node_type == ti].sum())
+        for ti, t in enumerate(config.node_types)
+        for r, res in enumerate((CPU, MEMORY, GPU, PODS))
+    }
+
+
+def _scale(config: GeneratorConfig, res: str) -> float:
+    q = config.queues
+    if res in (GPU, PODS):
+        return q.quota_scale
+    return q.cpu_memory_quota_scale or q.quota_scale
+
+
+def cohort_pool(config: GeneratorConfig, layout: Layout) -> dict[FlavorResource, int]:
+    """Nominal quota each cohort holds itself (``cohort_quota_share``)."""
+    q = config.queues
+    if not q.cohort_quota_share:
+        return {}
+    per_cohort = q.cohort_quota_share / max(1, q.cohorts)
+    return {
+        (f, res): _round_quota(total * _scale(config, res) * per_cohort, res)
+        for (f, res), total in _capacity(config, layout).items()
+        if res in q.covered_resources
+    }
+
+
 def _limits(config: GeneratorConfig, team: Team, total: int, res: str) -> Limits:
     q = config.queues
     if res in q.nominal_quota:
         nominal = parse_quantity(q.nominal_quota[res], res)
     else:
-        scale = (
-            q.quota_scale
-            if res in (GPU, PODS)
-            else (q.cpu_memory_quota_scale or q.quota_scale)
-        )
-        nominal = _round_quota(total * scale * team.share, res)
+        own = team.share * (1 - q.cohort_quota_share)
+        nominal = _round_quota(total * _scale(config, res) * own, res)
     borrowing: int | None = None
     lending: int | None = None
     if team.cohort is not None:
@@ -135,12 +156,17 @@ class QuotaTree:
     """Kueue's quota arithmetic over ClusterQueues and cohorts (one flavor-resource
     at a time, all of them at once).
 
-    Cohorts here carry no quota of their own; the formulas are those of
+    Cohorts carry only the ``pool`` of their own; the formulas are those of
     Kueue's ``resource_node.go`` (subtree quota, local quota under a lending
     limit, usage bubbling up past the local quota, and ``available``).
     """
 
-    def __init__(self, teams: list[Team], root: str | None) -> None:
+    def __init__(
+        self,
+        teams: list[Team],
+        root: str | None,
+        pool: dict[FlavorResource, int] | None = None,
+    ) -> None:
         self.parent: dict[str, str | None] = {}
         self.limits: dict[str, dict[FlavorResource, Limits]] = {}
         self.children: dict[str, list[str]] = {}
@@ -151,7 +177,9 @@ class QuotaTree:
             if t.cohort:
                 cohort = f"cohort/{t.cohort}"
                 self.parent.setdefault(cohort, f"cohort/{root}" if root else None)
-                self.limits.setdefault(cohort, {})
+                self.limits.setdefault(
+                    cohort, {fr: Limits(v) for fr, v in (pool or {}).items()}
+                )
                 self.children.setdefault(cohort, []).append(node)
                 if root:
                     self.parent.setdefault(f"cohort/{root}", None)
@@ -270,6 +298,8 @@ def cluster_queue_objects(
             spec["cohort" if config.api_version == "v1beta1" else "cohortName"] = (
                 team.cohort
             )
+        if q.fair_weights:
+            spec["fairSharing"] = {"weight": q.fair_weights[teams.index(team)]}
         out.append(
             {
                 "apiVersion": _kueue(config),
@@ -281,7 +311,11 @@ def cluster_queue_objects(
     return out
 
 
-def cohort_objects(config: GeneratorConfig, teams: list[Team]) -> list[dict[str, Any]]:
+def cohort_objects(
+    config: GeneratorConfig,
+    teams: list[Team],
+    pool: dict[FlavorResource, int] | None = None,
+) -> list[dict[str, Any]]:
     q = config.queues
     if not q.cohort_objects or q.cohorts == 0:
         return []
@@ -298,7 +332,24 @@ def cohort_objects(config: GeneratorConfig, teams: list[Team]) -> list[dict[str,
             }
         )
     for name in names:
-        spec = {parent_key: q.root_cohort} if q.root_cohort else {}
+        spec: dict[str, Any] = {parent_key: q.root_cohort} if q.root_cohort else {}
+        if pool:
+            flavors = [
+                {
+                    "name": t.flavor,
+                    "resources": [
+                        {
+                            "name": res,
+                            "nominalQuota": format_quantity(pool[(t.flavor, res)], res),
+                        }
+                        for res in q.covered_resources
+                    ],
+                }
+                for t in config.node_types
+            ]
+            spec["resourceGroups"] = [
+                {"coveredResources": list(q.covered_resources), "flavors": flavors}
+            ]
         out.append(
             {
                 "apiVersion": _kueue(config),
@@ -362,3 +413,17 @@ def namespace_objects(
             }
         )
     return out
+
+
+def kueue_configuration(config: GeneratorConfig) -> list[dict[str, Any]]:
+    """Kueue's own Configuration, when the family runs with fair sharing."""
+    if not config.queues.fair_sharing:
+        return []
+    return [
+        {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta1",
+            "kind": "Configuration",
+            "metadata": _meta("kueue-config"),
+            "fairSharing": {"enable": True},
+        }
+    ]

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from placewise.adapters.loader import kueue_fair_sharing
 from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.actuator import Actuator
 from placewise.adapters.serve.binder import Binder
@@ -54,6 +55,8 @@ _KUEUE_KINDS = (
     ("WorkloadPriorityClass", "workloadpriorityclasses", False),
     ("Topology", "topologies", False),
 )
+KUEUE_CONFIG_MAP = ("kueue-system", "kueue-manager-config")
+"""Where Kueue's manager reads its Configuration (Kueue's default install)."""
 
 
 def _text(check: tuple[bool, str]) -> Reply:
@@ -218,8 +221,25 @@ class Sidecar:
 
     # -- lifecycle ------------------------------------------------------------------
 
+    def _kueue_config(self) -> None:
+        """Kueue mode without ``--kueue-config``: fair sharing as Kueue's own
+        manager ConfigMap sets it (a bad one stops the start, exit 2)."""
+        if self.cfg.mode != "kueue" or self.cfg.kueue_config is not None:
+            return
+        ns, name = KUEUE_CONFIG_MAP
+        cm = self.kube.get_config_map(ns, name)
+        if cm is None:
+            log.info("no ConfigMap %s/%s: Kueue's fair sharing off", ns, name)
+            return
+        fair, warnings = kueue_fair_sharing(json.dumps(cm), f"ConfigMap {ns}/{name}")
+        for w in warnings:
+            log.warning("%s", w)
+        self.builder.kueue_config = fair
+        log.info("Kueue's fair sharing from ConfigMap %s/%s: %s", ns, name, fair)
+
     def start(self) -> Sidecar:
         cfg = self.cfg
+        self._kueue_config()
         self.resources = discover(self.kube)
         log.info(
             "watching %s",

@@ -25,10 +25,13 @@ from types import FrameType
 from typing import Any
 
 from placewise.adapters.commands.common import positive_float
+from placewise.adapters.documents import read_text
+from placewise.adapters.loader import kueue_fair_sharing
 from placewise.adapters.serve.app import Sidecar
 from placewise.adapters.serve.config import MODES, ServeConfig
 from placewise.adapters.serve.kube import Kube
 from placewise.adapters.serve.server import Limits, tls_context
+from placewise.models.cluster import FairSharing
 from placewise.models.errors import InstanceError, Location, Problem
 
 JSON = dict[str, Any]
@@ -132,6 +135,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="extender",
         help="extender: answer kube-scheduler; binder: place gated pods "
         "itself; kueue: write Workload admissions (default: %(default)s)",
+    )
+    p.add_argument(
+        "--kueue-config",
+        metavar="FILE",
+        help="kueue mode: Kueue's Configuration (or its manager ConfigMap) for "
+        "fair sharing (default: read kueue-system/kueue-manager-config)",
     )
     p.add_argument(
         "--prefix",
@@ -260,6 +269,8 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
             raise InstanceError(
                 [Problem(Location(field="--" + flag.replace("_", "-")), "must be >= 1")]
             )
+    if getattr(args, "kueue_config", None):
+        extra["kueue_config"] = read_kueue_config(args.kueue_config)
     return ServeConfig(
         mode=args.mode,
         listen=listen,
@@ -288,6 +299,18 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         lease_name=args.lease_name,
         **extra,
     )
+
+
+def read_kueue_config(path: str) -> FairSharing:
+    """``--kueue-config FILE``; unreadable or bad is exit 2 (InstanceError)."""
+    problems: list[Problem] = []
+    text = read_text(path, problems, "Configuration")
+    if text is None:
+        raise InstanceError(problems)
+    fair, warnings = kueue_fair_sharing(text, path)
+    for w in warnings:
+        log.warning("%s", w)
+    return fair
 
 
 def demo_objects(paths: list[str] | None, mode: str, gate: str) -> list[JSON]:
@@ -375,6 +398,7 @@ def run(args: argparse.Namespace) -> int:
     emulator: Any = None
     standin: Any = None
     try:
+        cfg = config_from(args, args.listen)  # a bad --kueue-config: exit 2 now
         if args.in_cluster:
             kube = Kube.in_cluster()
         elif args.kubeconfig:
@@ -398,7 +422,7 @@ def run(args: argparse.Namespace) -> int:
                 f"embedded API server (demo): {emulator.url}  kubeconfig: {out}",
                 file=sys.stderr,
             )
-        sidecar = Sidecar(config_from(args, args.listen), kube).start()
+        sidecar = Sidecar(cfg, kube).start()
         print(
             f"placewise serve ({args.mode}) listening on {sidecar.url}"
             f"{args.prefix}/{{filter,prioritize,preempt,bind}}; /healthz /readyz"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placewise.adapters.serve.server import Limits
+from placewise.models.cluster import FairSharing
 
 Mode = Literal["extender", "binder", "kueue"]
 MODES: tuple[Mode, ...] = ("extender", "binder", "kueue")
@@ -108,6 +109,9 @@ class ServeConfig:
     treats that workload as not preemptible for this long."""
     event_component: str = "placewise"
     """reportingController of the Events we write."""
+    kueue_config: FairSharing | None = None
+    """Kueue mode: fair sharing from ``--kueue-config FILE``; None reads
+    Kueue's manager ConfigMap (kueue-system/kueue-manager-config)."""
 
     @property
     def scheduler_name_for_events(self) -> str:

@@ -252,6 +252,25 @@ class Kube:
                 return None
             raise err from None
 
+    def get_config_map(self, namespace: str, name: str) -> JSON | None:
+        """A ConfigMap, or None when there is none (Kueue's manager config)."""
+        try:
+            return dict(
+                _json(
+                    self.core.read_namespaced_config_map(
+                        name,
+                        namespace,
+                        _preload_content=False,
+                        _request_timeout=self.timeout,
+                    )
+                )
+            )
+        except _FAILURES as exc:
+            err = _error(exc)
+            if err.status == 404:
+                return None
+            raise err from None
+
     # -- pod writes -------------------------------------------------------------
 
     def bind(

@@ -41,6 +41,7 @@ from placewise.adapters.serve.config import (
 from placewise.adapters.serve.gangs import Gang, GangSources
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.stability import Baseline, Facts, held_back, protect
+from placewise.models.cluster import FairSharing
 from placewise.models.errors import Problem
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 from placewise.models.workload import Workload
@@ -200,6 +201,9 @@ class SnapshotBuilder:
         self.evicting: set[str] = set()
         """Victim workload keys whose eviction we issued (reused as victims first)."""
         self._terminating: set[str] = set()
+        self.kueue_config = FairSharing()
+        """From Kueue's manager ConfigMap (kueue mode; read once at start, as
+        Kueue reads its configuration once)."""
         self.sticky: set[str] = set()
         """Gangs the published plan admits but that are not bound yet: they
         keep the head of their queue (as if Kueue had reserved their quota), so
@@ -259,8 +263,15 @@ class SnapshotBuilder:
                 frozenset(),
             )
         protect(tables["workloads"], kept)
-        snap = build_snapshot(Objects(**tables))
+        snap = build_snapshot(Objects(**tables, fair_sharing=self.fair_sharing()))
         return Built(snap, generation, views, raw_kueue, waiting, facts, change, kept)
+
+    def fair_sharing(self) -> FairSharing:
+        """Kueue's fair-sharing settings: ``--kueue-config`` when given, else
+        what the sidecar read from Kueue's manager ConfigMap, else off."""
+        if self.cfg.kueue_config is not None:
+            return self.cfg.kueue_config
+        return self.kueue_config
 
     # -- gangs -----------------------------------------------------------------
 

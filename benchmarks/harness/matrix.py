@@ -28,6 +28,7 @@ QUICK_FAMILIES: tuple[str, ...] = (
     "default",
     "fragmented",
     "multi-team",
+    "fair-share",
     "preemption-heavy",
     "topology-heavy",
     "scale-100",

@@ -29,11 +29,19 @@ Definitions (accelerators are ``nvidia.com/gpu``, ``amd.com/gpu``,
   out of all such pod sets;
 * **domains per gang** — mean number of distinct domains an admitted
   multi-pod TAS pod set spans, at its required/preferred level, or at the
-  level just above the hosts when it has none.
+  level just above the hosts when it has none;
+* **fair shares** (instances with Kueue's fair sharing on) — each competing
+  ClusterQueue's weighted dominant resource share after the plan (Kueue's
+  DRS: per-mille of what its parent could lend it, over its weight; a queue
+  competes when it is in a cohort and has pending work in the input), their
+  **max/min ratio** (inf when one queue ends with nothing borrowed while
+  another borrows) and **Jain's index** ``(sum x)^2 / (n sum x^2)``, 1 when
+  all weighted shares are equal: the fairness measure plans are compared by.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -42,6 +50,8 @@ from placewise.models.plan import Plan
 from placewise.models.scheduling import PodPlacement, Toleration, untolerated
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSet, PodSetAssignment, TopologyDomain, Workload
+from placewise.solver.kueue.fairsharing import Shares
+from placewise.solver.kueue.quota import QuotaTree
 from placewise.solver.kueue.resources import ACCELERATORS
 
 NodeUsage = dict[str, dict[str, int]]
@@ -57,6 +67,17 @@ class Held:
     pods_total: int
     gpus: int
     nodes: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Fairness:
+    """Weighted dominant resource shares after a plan (see the definitions)."""
+
+    shares: tuple[tuple[str, float], ...]
+    """(ClusterQueue, weighted share in per-mille), queues by name; a
+    zero-weight queue that borrows has an infinite share."""
+    max_min: float
+    jain: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +97,7 @@ class Metrics:
     domains_per_gang: float | None
     partial_gangs: int = 0
     partial_gpus: int = 0
+    fairness: Fairness | None = None
 
     @property
     def net_gpus(self) -> int:
@@ -172,7 +194,48 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
         domains_per_gang=(sum(spans) / len(spans)) if spans else None,
         partial_gangs=len(partial),
         partial_gpus=sum(h.gpus for h in partial),
+        fairness=fairness(snapshot, plan) if snapshot.fair_sharing.enable else None,
     )
+
+
+# -- fair sharing --------------------------------------------------------------------
+
+
+def fairness(snapshot: Snapshot, plan: Plan) -> Fairness | None:
+    """Shares of the competing queues once the plan is carried out."""
+    tree = QuotaTree(snapshot)
+    running = {w.key: w for w in snapshot.running}
+    for key in {p.workload for p in plan.preemptions if p.workload in running}:
+        w = running[key]
+        assert w.admission is not None
+        tree.remove_usage(w.admission.cluster_queue, w.usage())
+    for a in plan.admissions:
+        usage: dict[tuple[str, str], int] = {}
+        for psa in a.pod_set_assignments:
+            for r, v in psa.resource_usage.items():
+                f = psa.flavors.get(r)
+                if f is not None and v:
+                    usage[(f, r)] = usage.get((f, r), 0) + v
+        tree.add_usage(a.cluster_queue, usage)
+    shares = Shares.of(snapshot, tree)
+    competing = sorted(
+        {
+            cq
+            for w in snapshot.pending
+            if (cq := snapshot.cluster_queue_of(w)) is not None
+            and snapshot.cluster_queues[cq].cohort is not None
+        }
+    )
+    if not competing:
+        return None
+    got = [shares.of_cq(cq) for cq in competing]
+    values = [math.inf if s.infinite else float(s.weighted) for s in got]
+    finite = [v for v in values if v != math.inf]
+    top, low = max(values), min(values)
+    max_min = 1.0 if top == low else (math.inf if low == 0 else top / low)
+    squares = sum(v * v for v in finite)
+    jain = (sum(finite) ** 2) / (len(finite) * squares) if squares else 1.0
+    return Fairness(tuple(zip(competing, values, strict=True)), max_min, jain)
 
 
 # -- node usage after the plan ---------------------------------------------------

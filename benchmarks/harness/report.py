@@ -18,15 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
+from placewise.benchmarks.harness import fairplot
 from placewise.benchmarks.harness.matrix import LIMIT, SCALE_FAMILIES, SOLVERS
 from placewise.benchmarks.harness.metrics import Metrics, compare_tiers
 from placewise.benchmarks.harness.plots import COLORS as COLORS
-from placewise.benchmarks.harness.plots import plot_priority, plot_scale
+from placewise.benchmarks.harness.plots import (
+    Cell,
+    plot_family,
+    plot_priority,
+    plot_scale,
+    plot_shares,
+)
 from placewise.benchmarks.harness.runner import RunResult
 
 CSV_FIELDS = (
@@ -62,6 +64,9 @@ CSV_FIELDS = (
     "n_violations",
     "objective",
     "solver_bound",
+    "jain",
+    "share_max_min",
+    "shares",
 )
 
 
@@ -179,21 +184,14 @@ def write_csv(path: Path, results: Sequence[RunResult]) -> None:
                         "partial_gpus": m.partial_gpus,
                     }
                 )
+                if m.fairness is not None:
+                    row["jain"] = round(m.fairness.jain, 4)
+                    row["share_max_min"] = round(m.fairness.max_min, 3)
+                    row["shares"] = fairplot.shares_text(m.fairness)
             writer.writerow(row)
 
 
 # -- aggregation ---------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Cell:
-    """Medians over seeds of one (family, solver)."""
-
-    runs: int = 0
-    failed: int = 0
-    values: dict[str, float | None] = field(default_factory=dict)
-    tiers: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
-    """seed -> tier-demand vector."""
 
 
 METRIC_GETTERS: dict[str, Callable[[Metrics], float | None]] = {
@@ -211,6 +209,7 @@ METRIC_GETTERS: dict[str, Callable[[Metrics], float | None]] = {
     "preempted_gpus": lambda m: m.preempted_gpus,
     "partial_gangs": lambda m: m.partial_gangs,
     "partial_gpus": lambda m: m.partial_gpus,
+    "jain": lambda m: m.fairness.jain if m.fairness else None,
 }
 
 
@@ -333,6 +332,7 @@ DETAIL_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("preemptions", "preemptions", 0),
     ("partial_gangs", "partial gangs", 0),
     ("partial_gpus", "GPUs in partial gangs", 0),
+    ("jain", "Jain (fair shares)", 3),
     ("gap_gpus", "gap to limit (GPUs)", 0),
     ("wall_s", "wall s", 2),
     ("peak_mib", "peak MiB", 0),
@@ -416,6 +416,11 @@ def write_markdown(path: Path, inputs: ReportInputs, plots: Mapping[str, str]) -
             out += ["", f"![{family}]({plots[family]})"]
         if f"{family}:priority" in plots:
             out += ["", f"![{family} by priority]({plots[f'{family}:priority']})"]
+        if fairplot.has_fairness(results, family):
+            out += ["", "Fair sharing (weighted shares after each plan):", ""]
+            out += fairplot.fair_table(results, family)
+            if f"{family}-shares" in plots:
+                out += ["", f"![{family} shares]({plots[f'{family}-shares']})"]
     scale = [f for f in SCALE_FAMILIES if f in agg]
     if scale:
         out += ["", "## Scale sweep: wall time (s) against hosts", ""]
@@ -475,55 +480,14 @@ DEFINITIONS = [
     "- **partial gangs** (kube-default only): quota-admitted workloads whose "
     "pods only partly bound; the plan leaves them pending, their bound pods "
     "still hold **GPUs in partial gangs**.",
+    "- **Jain (fair shares)**, fair-sharing families only: Jain's index over "
+    "the competing queues' weighted dominant resource shares after the plan "
+    "(1 = all equal); the table under the family lists each plan's shares.",
     "- **wall s**: the solve call alone; **peak MiB**: peak RSS of the run's "
     "own process (getrusage), interpreter and libraries (~80 MiB) included.",
     "- Every plan is checked by `placewise.models.validate`; a plan with a "
     "violation is a failed run and listed above with its first violations.",
 ]
-
-
-# -- plots ---------------------------------------------------------------------
-
-
-PLOT_METRICS: tuple[tuple[str, str], ...] = (
-    ("net_gpus", "GPUs added"),
-    ("gpu_alloc_pct", "GPU allocation %"),
-    ("stranded_gpus", "stranded GPUs"),
-    ("domains_per_gang", "domains per gang"),
-    ("wall_s", "wall time (s)"),
-)
-
-
-def plot_family(
-    path: Path, family: str, cells: Mapping[str, Cell], solvers: Sequence[str]
-) -> None:
-    n = len(PLOT_METRICS)
-    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.2))
-    names = [s for s in solvers if s in cells]
-    for ax, (key, title) in zip(axes, PLOT_METRICS, strict=True):
-        vals = [cells[s].values.get(key) for s in names]
-        ax.bar(
-            range(len(names)),
-            [v or 0 for v in vals],
-            color=[COLORS.get(s, "#888") for s in names],
-        )
-        for i, v in enumerate(vals):
-            if v is None:
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7)
-        if key == "net_gpus" and LIMIT in cells:
-            lim = cells[LIMIT].values.get("limit_net")
-            if lim is not None:
-                ax.axhline(
-                    lim, color=COLORS[LIMIT], linestyle="--", linewidth=1, label="limit"
-                )
-                ax.legend(fontsize=7)
-        ax.set_xticks(range(len(names)))
-        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-        ax.set_title(title, fontsize=9)
-    fig.suptitle(family, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write_report(out_dir: Path, inputs: ReportInputs) -> dict[str, Path]:
@@ -546,6 +510,10 @@ def write_report(out_dir: Path, inputs: ReportInputs) -> dict[str, Path]:
         if plot_priority(p, family, cells, solvers, tier_order(cells, solvers)):
             plots[f"{family}:priority"] = f"plots/{p.name}"
             written[f"plot:{family}:priority"] = p
+        p = plots_dir / f"{family}-shares.png"
+        if plot_shares(p, results, family, COLORS):
+            plots[f"{family}-shares"] = f"plots/{p.name}"
+            written[f"plot:{family}-shares"] = p
     p = plots_dir / "scale.png"
     if plot_scale(p, agg, hosts, solvers):
         plots["scale"] = "plots/scale.png"

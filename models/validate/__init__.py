@@ -70,6 +70,8 @@ RULES: dict[str, str] = {
     "preemption.not-borrowing": "a reclaimed queue (or cohort) is within its quota",
     "preemption.no-shared-resource": "victim and preemptor share no flavor-resource",
     "preemption.reason": "the reason contradicts the queues or their policy",
+    "preemption.fair-sharing": "under fair sharing, a victim in another queue that "
+    "neither the preemptor's nominal quota nor a configured strategy justifies",
 }
 """Every rule id the validator reports, with what it means."""
 

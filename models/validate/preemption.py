@@ -4,8 +4,10 @@ A plan may evict a running workload only where the preemptor's
 ClusterQueue policy allows it: ``withinClusterQueue`` inside its own queue,
 ``reclaimWithinCohort`` for a queue of the same cohort tree that is
 borrowing, and — when the preemptor itself ends up borrowing —
-``borrowWithinCohort``.  Which victims Kueue's heuristic would pick is not
-checked here; any set the policy permits is feasible.
+``borrowWithinCohort``; with Kueue's fair sharing on, the shares instead
+(:mod:`placewise.models.validate.fairshare`).  Which victims Kueue's
+heuristic would pick is not checked here; any set the policy permits is
+feasible.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from placewise.models.cluster import ClusterQueue
 from placewise.models.plan import PlanPreemption
 from placewise.models.validate.context import Context, FlavorResource, Violation
+from placewise.models.validate.fairshare import FairRule
 from placewise.models.validate.quota import (
     Amounts,
     NodeId,
@@ -48,6 +51,7 @@ class _Checker:
         self.peak = final_usage(ctx, keep_victims=True)
         self.final = final_usage(ctx)
         self.pending = {w.key: w for w in ctx.snap.pending}
+        self.fair = FairRule(ctx, self.tree) if ctx.snap.fair_sharing.enable else None
         self._memo: dict[tuple[NodeId, FlavorResource, bool], dict[NodeId, Amounts]]
         self._memo = {}
 
@@ -124,6 +128,25 @@ class _Checker:
                     "preemption.reason",
                     victim,
                     f"reason {pre.reason} but the victim is in {where}",
+                )
+            ]
+        if pre.reason == "InCohortFairSharing" and self.fair is None:
+            return [
+                self._v(
+                    "preemption.reason",
+                    victim,
+                    "reason InCohortFairSharing but the instance does not enable "
+                    "Kueue's fair sharing",
+                )
+            ]
+        if pre.reason == "InCohortReclaimWhileBorrowing" and self.fair is not None:
+            return [
+                self._v(
+                    "preemption.reason",
+                    victim,
+                    "reason InCohortReclaimWhileBorrowing but fair sharing is on: "
+                    "Kueue then reclaims by share (InCohortFairSharing) or within "
+                    "nominal quota (InCohortReclamation), never by borrowWithinCohort",
                 )
             ]
         policy = cq.preemption.borrow_within_cohort.policy
@@ -215,7 +238,13 @@ class _Checker:
             )
         lca = next(n for n in mine if n in theirs)
         below = theirs[: theirs.index(lca)]
-        lenders = [n for n in below if not self._borrowing(n, frs)]
+        # Fair sharing takes from any borrowing queue of the tree; the
+        # classical walk also needs every cohort in between to borrow.
+        lenders = [
+            n
+            for n in (below[:1] if self.fair is not None else below)
+            if not self._borrowing(n, frs)
+        ]
         if lenders:
             out.append(
                 self._v(
@@ -225,7 +254,11 @@ class _Checker:
                     f"{w.key} needs, so its workloads cannot be reclaimed",
                 )
             )
-        if admitted and self._borrows_at_end(cq, w, mine[1 : mine.index(lca)]):
+        if self.fair is not None:
+            why = self.fair.check(victim, w, cq, (mine[: mine.index(lca)], below))
+            if why is not None:
+                out.append(self._v("preemption.fair-sharing", victim, why))
+        elif admitted and self._borrows_at_end(cq, w, mine[1 : mine.index(lca)]):
             out += self._borrow_policy(victim, w, cq)
         return out
 

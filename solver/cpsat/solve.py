@@ -20,6 +20,7 @@ from placewise.solver.cpsat.plan_io import fallback
 from placewise.solver.cpsat.stages import StageResult, run_stages
 from placewise.solver.cpsat.warmstart import best_fit
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
+from placewise.solver.kueue.fairsharing import final_state_violations
 from placewise.solver.policy import Policy, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 from placewise.solver.problem.layout import plan_domains, restrict
@@ -155,6 +156,17 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     pol = params.policy
     if primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol):
         return _fallback(warm, start, "the search ended below the warm start")
+    # -- interim guard (issue 11), until the model encodes fair sharing: a
+    # plan whose evictions Kueue's fair-sharing preemption would refuse is
+    # replaced by the warm start.  That one is clean either way: best-fit
+    # preempts only within a queue (fair sharing judges other queues' victims
+    # only), and the greedy follows Kueue's fair sharing.  The lead replaces
+    # this with constraints built on solver/kueue/fairsharing.py.
+    if snapshot.fair_sharing.enable:
+        unfair = final_state_violations(snapshot, plan)
+        if unfair:
+            return _fallback(warm, start, "fair sharing refuses " + unfair[0])
+    # -- end of interim guard
     done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
     tiers, total_bound = _report(
         snapshot, searched, plan, values, results, pol, restricted

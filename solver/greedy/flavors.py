@@ -305,7 +305,12 @@ class FlavorAssigner:
             f"insufficient unused quota for {res} in flavor {flavor}, "
             f"{format_units(res, val - available)} more needed"
         )
-        can_borrow_preempt = self.cq.preemption.borrow_within_cohort.policy != "Never"
+        pre = self.cq.preemption
+        # Under fair sharing a borrowing preemptor may reclaim (by share)
+        # wherever reclaimWithinCohort allows; borrowWithinCohort is ignored.
+        can_borrow_preempt = pre.borrow_within_cohort.policy != "Never" or (
+            self.snapshot.fair_sharing.enable and pre.reclaim_within_cohort != "Never"
+        )
         if quota.nominal(cq, fr) >= val or may_reclaim or can_borrow_preempt:
             mode, borrow_after = self.oracle(self.wl, fr, val)
             return mode, borrow_after, why

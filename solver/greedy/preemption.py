@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
+from placewise.solver.greedy.fair import FairSearch
 from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.order import candidate_order
 from placewise.solver.kueue.preemption import (
     may_reclaim_while_borrowing,
@@ -152,6 +154,10 @@ class Preemptor:
         self.state = state
         self.quota = state.quota
         self.snapshot = state.snapshot
+        self.fair = state.snapshot.fair_sharing
+        self.shares = Shares.of(state.snapshot, state.quota)
+        self.blocked: list[str] = []
+        """Why the last fair-sharing search refused victims (pending reasons)."""
 
     def get_targets(
         self,
@@ -160,6 +166,8 @@ class Preemptor:
         frs_need: frozenset[FR],
         tas_fits: TasCheck | None = None,
     ) -> list[Target]:
+        if self.fair.enable:
+            return self._fair(wl, usage, frs_need, tas_fits)
         cq = self.snapshot.cluster_queues[wl.cq]
         same = self._same_queue(wl, cq, frs_need)
         hierarchy, priority = self._cohort_candidates(wl, cq, usage, frs_need)
@@ -203,6 +211,36 @@ class Preemptor:
                 self._tas = True
         return []
 
+    def _fair(
+        self,
+        wl: WlInfo,
+        usage: Mapping[FR, int],
+        frs_need: frozenset[FR],
+        tas_fits: TasCheck | None,
+    ) -> list[Target]:
+        """Fair-sharing search (:mod:`.fair`), then Kueue's fill back."""
+        check: Callable[[], bool] | None = None
+        if tas_fits is not None:
+            found = tas_fits
+
+            def check() -> bool:
+                return found() is not None
+
+        search = FairSearch(self, wl, usage, frs_need, check)
+        chosen = search.run(self.fair.preemption_strategies)
+        self.blocked = search.blocked
+        if not chosen:
+            return []
+        self._tas = check is not None
+        try:
+            targets = [Target(info, reason) for info, reason in chosen]
+            targets = self._fill_back(wl, usage, True, check, targets)
+            for t in targets:
+                self._add(t.info, None)
+        finally:
+            self._tas = True
+        return targets
+
     def _quota_pass(
         self,
         wl: WlInfo,
@@ -232,7 +270,7 @@ class Preemptor:
                     continue
                 self.quota.remove_usage(cand.info.cq, cand.info.usage)
                 seq.append(cand)
-                if self._fits(wl, usage, borrowing, None):
+                if self.fits(wl, usage, borrowing, None):
                     first = len(seq) - 1
                     break
         finally:
@@ -438,7 +476,7 @@ class Preemptor:
             node = node.parent
         return True
 
-    def _fits(
+    def fits(
         self,
         wl: WlInfo,
         usage: Mapping[FR, int],
@@ -465,7 +503,7 @@ class Preemptor:
         i = len(targets) - 2
         while i >= 0:
             self._add(targets[i].info, memo)
-            if self._fits(wl, usage, borrowing, tas_fits):
+            if self.fits(wl, usage, borrowing, tas_fits):
                 targets[i] = targets[-1]
                 targets.pop()
             else:

@@ -13,6 +13,8 @@ Algorithm overview (``scheduler.go: schedule``), per cycle:
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -23,8 +25,11 @@ from placewise.solver.greedy.modes import Mode, PreemptionMode
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
 from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.fairsharing import Contender, tournament
 from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.workload import TasUsage, WlInfo, admission_frs
+
+log = logging.getLogger("placewise.greedy")
 
 
 class Status(Enum):
@@ -43,6 +48,8 @@ class Entry:
     status: Status = Status.NOMINATED
     requeue: Requeue = Requeue.NO_FIT
     message: str = ""
+    refused: list[str] = field(default_factory=list)
+    """Why fair sharing refused the victims it considered, if it did."""
 
 
 @dataclass(slots=True)
@@ -58,14 +65,36 @@ class Outcome:
     cycles: int = 0
 
 
+def _classical_key(e: Entry) -> tuple[object, ...]:
+    """Kueue's classical entry order (§3.3), queue and UID making it total."""
+    return (
+        e.assignment.borrowing,
+        -e.info.priority,
+        e.info.queue_ts.timestamp(),
+        e.info.cq,
+        e.info.uid,
+    )
+
+
+Signature = tuple[
+    frozenset[str], frozenset[str], frozenset[tuple[str, str, bool, bool]]
+]
+"""The state the next cycles are a function of (see ``_signature``)."""
+
+
 class GreedyScheduler:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.state = ClusterState(snapshot)
         self.preemptor = Preemptor(self.state)
+        self.fair = snapshot.fair_sharing.enable
         self.queues: dict[str, PendingQueue] = {}
         self.outcome = Outcome()
         self._temp: list[tuple[str, dict[FR, int], list[TasUsage]]] = []
+        self._refused: list[str] = []
+        self._fresh: list[WlInfo] = []
+        """Admitted this cycle: their usage counts at once, but as in Kueue's
+        snapshot they become preemption candidates only next cycle."""
         for name, cq in sorted(snapshot.cluster_queues.items()):
             if snapshot.is_active(name):
                 self.queues[name] = PendingQueue(cq)
@@ -83,12 +112,49 @@ class GreedyScheduler:
 
     def run(self, max_cycles: int | None = None) -> Outcome:
         limit = max_cycles if max_cycles is not None else 1_000_000
+        seen: dict[int, list[Signature]] = {}
         while self.outcome.cycles < limit:
             self.outcome.cycles += 1
             if not self.cycle():
                 break
+            sig = self._signature()
+            earlier = seen.setdefault(hash(sig), [])
+            if sig in earlier:
+                self._flapping()
+                break
+            earlier.append(sig)
         self._explain_unattempted()
         return self.outcome
+
+    def _signature(self) -> Signature:
+        """Everything the next cycles depend on: who was admitted or evicted in
+        this run, and every queue's content (the cluster state follows)."""
+        queues = frozenset(
+            (name, key, key in q.parked, key == q.sticky)
+            for name, q in self.queues.items()
+            for key in (*q.active, *q.parked)
+        )
+        return (
+            frozenset(self.outcome.admitted),
+            frozenset(self.outcome.preempted),
+            queues,
+        )
+
+    def _flapping(self) -> None:
+        """Kueue would repeat the same cycles forever (an admission that a
+        preemption in the next cycle takes back, e.g. by fair sharing): the
+        run stops where it stands, and says so."""
+        log.warning(
+            "greedy: cycle %d repeats an earlier state (admissions and "
+            "preemptions alternate, as Kueue's would); stopping there",
+            self.outcome.cycles,
+        )
+        for key in self.outcome.preempted.values():
+            self.outcome.reasons[key[0]] = (
+                self.outcome.reasons.get(key[0], "pending")
+                + " (Kueue's cycles would repeat from here: what it admits is "
+                "preempted again in a later cycle)"
+            )
 
     def cycle(self) -> bool:
         """One scheduling cycle; False when nothing changed (quiescence)."""
@@ -108,19 +174,13 @@ class GreedyScheduler:
                 )
                 progress |= queue.requeue(info, reason)
                 continue
+            self._refused = []
             assignment, targets = self.get_assignments(info)
-            entries.append(Entry(info, assignment, targets))
-        entries.sort(
-            key=lambda e: (
-                e.assignment.borrowing,
-                -e.info.priority,
-                e.info.queue_ts.timestamp(),
-                e.info.cq,
-                e.info.uid,
-            )
-        )
+            entries.append(Entry(info, assignment, targets, refused=self._refused))
+        entries.sort(key=_classical_key)
         preempted: dict[str, WlInfo] = {}
-        for e in entries:
+        ordered = self._fair_order(entries) if self.fair else iter(entries)
+        for e in ordered:
             progress |= self.process(e, preempted)
         for e in entries:
             if e.status not in (Status.ASSUMED,):
@@ -141,6 +201,9 @@ class GreedyScheduler:
         for cq, usage, tas in reversed(self._temp):
             self.state.remove_usage(cq, usage, tas)
         self._temp.clear()
+        for info in self._fresh:
+            self.state.add(info)
+        self._fresh.clear()
         roots = set()
         for info in victims.values():
             self.state.remove(info)
@@ -154,6 +217,37 @@ class GreedyScheduler:
         for name, queue in self.queues.items():
             if self.state.quota.root(name).id in roots:
                 queue.retry_parked()
+
+    def _fair_order(self, entries: list[Entry]) -> Iterator[Entry]:
+        """Kueue's fair-sharing iterator (§7.2): the next entry is the winner
+        of its cohort tree's tournament, with shares recomputed after every
+        processed entry (the caller processes each before the next pop).
+
+        Kueue leaves the order between trees open; placewise takes the tree
+        of the first remaining entry in the classical order.
+        """
+        remaining = {e.info.cq: e for e in entries}
+        quota = self.state.quota
+        while remaining:
+            first = min(remaining.values(), key=_classical_key)
+            pick = first
+            if quota.node(first.info.cq).parent is not None:
+                root = quota.root(first.info.cq)
+                contenders = {
+                    cq: Contender(
+                        cq,
+                        e.assignment.quota_usage(),
+                        e.info.priority,
+                        e.info.queue_ts.timestamp(),
+                    )
+                    for cq, e in remaining.items()
+                    if quota.root(cq) is root
+                }
+                won = tournament(self.preemptor.shares, root, contenders)
+                if won is not None:
+                    pick = remaining[won.cq]
+            del remaining[pick.info.cq]
+            yield pick
 
     # -- nomination --------------------------------------------------------------
 
@@ -222,6 +316,7 @@ class GreedyScheduler:
             return full, []
         if mode is Mode.PREEMPT:
             targets = self._targets(fa, full)
+            self._refused = list(self.preemptor.blocked)
             if targets:
                 return full, targets
         pod_sets = fa.wl.obj.pod_sets
@@ -302,7 +397,9 @@ class GreedyScheduler:
         if mode is Mode.PREEMPT and not e.targets:
             e.requeue = Requeue.NO_CANDIDATES
             e.message = (e.assignment.message() or "waiting for quota") + (
-                "; no preemption candidates"
+                "; fair sharing allows no victims: " + "; ".join(e.refused)
+                if e.refused
+                else "; no preemption candidates"
             )
             if cq.preemption.reclaim_within_cohort != "Any":
                 self._reserve(e)
@@ -380,7 +477,8 @@ class GreedyScheduler:
             frs=admission_frs(psas),
             tas=list(e.assignment.tas_usage),
         )
-        self.state.add(info)
+        self._temp_usage(info.cq, info.usage, info.tas)
+        self._fresh.append(info)
         queue = self.queues[e.info.cq]
         if queue.sticky == e.info.key:
             queue.sticky = None

@@ -200,6 +200,11 @@ class QuotaTree:
         """Capacity if the whole tree were idle."""
         return self._potential(self.nodes[cq_id(cq)], fr)
 
+    def node_potential(self, node: QuotaNode, fr: FR) -> int:
+        """``potential_available`` of any node, cohorts included (what a
+        cohort could lend to its children if the whole tree were idle)."""
+        return self._potential(node, fr)
+
     def borrowing_with(self, cq: str, fr: FR, v: int) -> bool:
         n = self.nodes[cq_id(cq)]
         return n.usage.get(fr, 0) + v > n.subtree.get(fr, 0)

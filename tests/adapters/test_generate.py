@@ -263,7 +263,15 @@ def check_consistency(config: GeneratorConfig, objects: list[dict[str, Any]]) ->
                     assert want <= nodes[values[-1]]["metadata"]["labels"].items()
 
     # Quota: each CQ within nominal + borrowingLimit; borrowed quota is lent
-    # by others within their lendingLimit (cohorts carry no quota of their own).
+    # by others within their lendingLimit, or by a cohort's own pool.
+    cohort_pool: dict[tuple[str, str], int] = defaultdict(int)
+    for co in kinds.get("Cohort", []):
+        for group in co["spec"].get("resourceGroups", []):
+            for fq in group["flavors"]:
+                for r in fq["resources"]:
+                    cohort_pool[(fq["name"], r["name"])] += q(
+                        r["nominalQuota"], r["name"]
+                    )
     for (cq, fl, res), used in usage.items():
         nominal, borrow, _ = limits[(cq, fl, res)]
         assert used <= nominal + (borrow if borrow is not None else 10**30), (
@@ -276,7 +284,7 @@ def check_consistency(config: GeneratorConfig, objects: list[dict[str, Any]]) ->
         pool[(fl, res)].append((usage.get((cq, fl, res), 0), nominal, lend))
     for key, members in pool.items():
         borrowed = sum(max(0, u - n) for u, n, _ in members)
-        lendable = sum(
+        lendable = cohort_pool[key] + sum(
             min(max(0, n - u), lend if lend is not None else n)
             for u, n, lend in members
         )

@@ -19,18 +19,6 @@ from tests.kueue_cases import case_id, expected_plan, instance_path, list_cases
 from tests.shared import EXPECTED, params, requires_shared
 
 CASES = list_cases()
-FAIR_PREEMPTION = {
-    "with-fair-sharing-hierarchical-nominal-first-prefers-non-borrowing-leaf-cq"
-}
-"""Kueue preempts here under a fair-sharing strategy the validator does not
-know yet (issue 11)."""
-
-
-def expected_failures(case: Path) -> list[pytest.MarkDecorator]:
-    if case.parent.name == "fairsharing" and case.name in FAIR_PREEMPTION:
-        reason = "fair-sharing preemption rule (issue 11) not in the validator"
-        return [pytest.mark.xfail(reason=reason, strict=True)]
-    return []
 
 
 @cache
@@ -45,7 +33,7 @@ def test_cases_are_present() -> None:
     assert len(CASES) >= sum(EXPECTED.values())
 
 
-@pytest.mark.parametrize("case", params(CASES, ids=case_id, marks=expected_failures))
+@pytest.mark.parametrize("case", params(CASES, ids=case_id))
 def test_kueue_outcome_is_feasible(case: Path) -> None:
     """Kueue's admissions, preemptions and pending set pass every rule."""
     snap = snapshot(case)

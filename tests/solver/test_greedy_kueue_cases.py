@@ -33,13 +33,6 @@ XFAIL: dict[str, str] = {
     ),
 }
 
-PENDING_GROUP = "fairsharing"
-PENDING_REASON = (
-    "fair sharing (issue 11) is not implemented yet: these cases run Kueue with "
-    "fairSharing.enable"
-)
-"""Interim and not strict: some of the group's cases already agree."""
-
 
 class KueueMismatch(AssertionError):
     """A valid plan that differs from Kueue's decision (the only failure the
@@ -47,15 +40,13 @@ class KueueMismatch(AssertionError):
 
 
 def expected_failures(case: Path) -> list[pytest.MarkDecorator]:
+    """The known differences are strict xfails (an unexpected pass fails, so
+    a fixed case cannot stay marked)."""
     if case_id(case) in XFAIL:
         return [
             pytest.mark.xfail(
                 reason=XFAIL[case_id(case)], strict=True, raises=KueueMismatch
             )
-        ]
-    if case.parent.name == PENDING_GROUP:
-        return [
-            pytest.mark.xfail(reason=PENDING_REASON, strict=False, raises=KueueMismatch)
         ]
     return []
 
