@@ -50,8 +50,7 @@ from placewise.models.plan import Plan
 from placewise.models.scheduling import PodPlacement, Toleration, untolerated
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSet, PodSetAssignment, TopologyDomain, Workload
-from placewise.solver.kueue.fairsharing import Shares
-from placewise.solver.kueue.quota import QuotaTree
+from placewise.solver.kueue.fairsharing import shares_after
 from placewise.solver.kueue.resources import ACCELERATORS
 
 NodeUsage = dict[str, dict[str, int]]
@@ -203,32 +202,11 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
 
 def fairness(snapshot: Snapshot, plan: Plan) -> Fairness | None:
     """Shares of the competing queues once the plan is carried out."""
-    tree = QuotaTree(snapshot)
-    running = {w.key: w for w in snapshot.running}
-    for key in {p.workload for p in plan.preemptions if p.workload in running}:
-        w = running[key]
-        assert w.admission is not None
-        tree.remove_usage(w.admission.cluster_queue, w.usage())
-    for a in plan.admissions:
-        usage: dict[tuple[str, str], int] = {}
-        for psa in a.pod_set_assignments:
-            for r, v in psa.resource_usage.items():
-                f = psa.flavors.get(r)
-                if f is not None and v:
-                    usage[(f, r)] = usage.get((f, r), 0) + v
-        tree.add_usage(a.cluster_queue, usage)
-    shares = Shares.of(snapshot, tree)
-    competing = sorted(
-        {
-            cq
-            for w in snapshot.pending
-            if (cq := snapshot.cluster_queue_of(w)) is not None
-            and snapshot.cluster_queues[cq].cohort is not None
-        }
-    )
-    if not competing:
+    after = shares_after(snapshot, plan)
+    if not after:
         return None
-    got = [shares.of_cq(cq) for cq in competing]
+    competing = sorted(after)
+    got = [after[cq] for cq in competing]
     values = [math.inf if s.infinite else float(s.weighted) for s in got]
     finite = [v for v in values if v != math.inf]
     top, low = max(values), min(values)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from placewise.solver.cpsat.constraints import Constraints
+from placewise.solver.cpsat.fairness import largest_share
 from placewise.solver.cpsat.variables import Derive, Variables
 from placewise.solver.policy import Policy, accelerators, capacity, other_demand
 from placewise.solver.problem.data import ModelData
@@ -81,6 +82,8 @@ class Objective:
     ) -> None:
         self.model, self.data, self.v, self.c, self.policy = model, data, v, c, policy
         self.cap = capacity(data.snapshot)
+        self.largest_share: cp_model.IntVar | None = None
+        """With fair sharing on: the largest weighted share (see .fairness)."""
 
     def build(self, relaxed: bool = False) -> list[Stage]:
         """The stages; a ``relaxed`` model (bounds only) has no tie-breaks."""
@@ -92,6 +95,8 @@ class Objective:
         stages = [s for s in stages if s.terms]
         if relaxed:
             return stages
+        if self.data.snapshot.fair_sharing.enable:
+            stages += pack([c for c in [self._fairness()] if c.terms])
         tail: list[Criterion] = []
         if self.policy.preemption:
             tail.append(self._preemption_cost())
@@ -185,6 +190,15 @@ class Objective:
         for cls in pl.layout.classes:
             if cls.empty:
                 crit.add(1, pl.empty[cls.idx], len(cls.leaves))
+        return crit
+
+    def _fairness(self) -> Criterion:
+        """The largest weighted dominant share, made small (:mod:`.fairness`)."""
+        crit = Criterion("largest-share")
+        got = largest_share(self.model, self.data, self.v, self.c)
+        if got is not None:
+            crit.add(-1, got[0], got[1])
+            self.largest_share = got[0]
         return crit
 
     def _borrowing(self) -> Criterion:

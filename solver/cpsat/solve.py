@@ -8,19 +8,24 @@ after an unrepresentable warm start) is replaced by it (status FALLBACK).
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.ceiling import relaxed_tiers
+from placewise.solver.cpsat.fairness import SCALE, SLACK
 from placewise.solver.cpsat.finish import explain, fill
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.plan_io import fallback
 from placewise.solver.cpsat.stages import StageResult, run_stages
 from placewise.solver.cpsat.warmstart import best_fit
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
-from placewise.solver.kueue.fairsharing import final_state_violations
+from placewise.solver.kueue.fairsharing import (
+    final_state_violations,
+    largest_weighted_share,
+)
 from placewise.solver.policy import Policy, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 from placewise.solver.problem.layout import plan_domains, restrict
@@ -105,7 +110,10 @@ def _warm_start(
     outcome = run_greedy(snapshot)
     greedy = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
     pol = params.policy
-    if primary_vector(snapshot, bfd, pol) > primary_vector(snapshot, greedy, pol):
+    fair = snapshot.fair_sharing.enable  # Kueue's plan sets the fairness floor
+    if not fair and primary_vector(snapshot, bfd, pol) > primary_vector(
+        snapshot, greedy, pol
+    ):
         return bfd, dict(outcome.reasons), True
     return greedy, dict(outcome.reasons), True
 
@@ -142,6 +150,13 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     if hint is None:
         log.warning("cpsat: the warm start is not representable; cold start")
     log.info("cpsat: hint ready at %.1fs", time.perf_counter() - start)
+    share = model.objective.largest_share
+    floor = largest_weighted_share(snapshot, warm) if share is not None else None
+    if share is not None and floor is not None:
+        # Fair sharing on: never less fair than Kueue's own plan (the warm
+        # start), whatever the tiers gain; the acceptance test below checks
+        # the exact shares, this row keeps the search away from worse ones.
+        model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
     deadline = start + params.time_limit - min(MARGIN, 0.05 * params.time_limit)
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
@@ -156,6 +171,8 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     pol = params.policy
     if primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol):
         return _fallback(warm, start, "the search ended below the warm start")
+    if floor is not None and largest_weighted_share(snapshot, plan) > floor:
+        return _fallback(warm, start, "the plan shares the cohort less fairly")
     # -- interim guard (issue 11), until the model encodes fair sharing: a
     # plan whose evictions Kueue's fair-sharing preemption would refuse is
     # replaced by the warm start.  That one is clean either way: best-fit

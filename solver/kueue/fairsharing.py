@@ -454,3 +454,39 @@ def final_state_violations(snapshot: Snapshot, plan: Plan) -> list[str]:
                 f"{node_name(theirs)}'s {tns} after the plan ({tos} before)"
             )
     return out
+
+
+def competing_queues(snapshot: Snapshot) -> list[str]:
+    """ClusterQueues in a cohort with pending work: the ones fair sharing
+    arbitrates between (and whose shares the bench reports)."""
+    return sorted(
+        {
+            cq
+            for w in snapshot.pending
+            if (cq := snapshot.cluster_queue_of(w)) is not None
+            and snapshot.cluster_queues[cq].cohort is not None
+        }
+    )
+
+
+def shares_after(snapshot: Snapshot, plan: Plan) -> dict[str, Share]:
+    """The competing queues' shares once ``plan`` is carried out."""
+    tree = QuotaTree(snapshot)
+    running = {w.key: w for w in snapshot.running}
+    for key in {p.workload for p in plan.preemptions if p.workload in running}:
+        w = running[key]
+        assert w.admission is not None
+        tree.remove_usage(w.admission.cluster_queue, w.usage())
+    for a in plan.admissions:
+        tree.add_usage(a.cluster_queue, _admission_usage(a.pod_set_assignments))
+    shares = Shares.of(snapshot, tree)
+    return {cq: shares.of_cq(cq) for cq in competing_queues(snapshot)}
+
+
+def largest_weighted_share(snapshot: Snapshot, plan: Plan) -> Fraction:
+    """The measure the optimizer keeps no worse than Kueue's: the largest
+    weighted share among competing queues with a non-zero weight."""
+    return max(
+        (s.weighted for s in shares_after(snapshot, plan).values() if s.weight != 0),
+        default=Fraction(0),
+    )

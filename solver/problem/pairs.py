@@ -138,6 +138,11 @@ def add_pairs(data: ModelData) -> None:
             if same:
                 data.pairs.setdefault(v.idx, []).append(Pair(allowed, frs, False))
                 continue
+            if snap.fair_sharing.enable:
+                # Fair sharing replaces the classical reclaim rules with
+                # strategies judged on the final shares; the model offers no
+                # cross-queue eviction then (never an unfair one).
+                continue
             assert borrowing is not None
             ok, dyn = frs & borrowing[0], frs & borrowing[1]
             if not ok and not dyn:
