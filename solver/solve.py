@@ -6,13 +6,22 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.policy import Policy
 
 log = logging.getLogger("placewise")
 
-SOLVERS = ("auto", "cpsat", "greedy", "kube-default", "binpack-gang")
+SOLVERS = (
+    "auto",
+    "cpsat",
+    "greedy",
+    "kube-default",
+    "binpack-gang",
+    "multikueue-allatonce",
+    "multikueue-incremental",
+)
 """Solvers this build offers; the CLI's ``--solver`` choices come from here."""
 
 
@@ -40,6 +49,17 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
         from placewise.solver.greedy import solve_greedy
 
         return solve_greedy(snapshot, params.cycles)
+    if params.solver.startswith("multikueue-"):
+        from placewise.solver.baselines.multikueue import solve_multikueue
+
+        assert isinstance(snapshot, MultiSnapshot), "needs --cluster"
+        if params.solver.endswith("allatonce"):
+            return solve_multikueue(snapshot, "allatonce")
+        return solve_multikueue(snapshot, "incremental")
+    if isinstance(snapshot, MultiSnapshot) and params.solver in ("cpsat", "auto"):
+        from placewise.solver.multicluster import solve_dispatch
+
+        return solve_dispatch(snapshot, params)
     if params.solver in ("cpsat", "auto"):
         from placewise.solver.cpsat import CpSatParams, solve_cpsat
 

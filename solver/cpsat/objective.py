@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from placewise.models.multicluster import dispatch_costs
 from placewise.solver.cpsat.constraints import Constraints
 from placewise.solver.cpsat.variables import Derive, Variables
 from placewise.solver.policy import Policy, accelerators, capacity, other_demand
@@ -89,7 +90,7 @@ class Objective:
         else:
             stages = [self._tier(t) for t in self._tiers()]
         stages = [s for s in stages if s.terms]
-        tail: list[Criterion] = []
+        tail: list[Criterion] = [self._cluster_cost()]
         if self.policy.preemption:
             tail.append(self._preemption_cost())
         if self.policy.topology:
@@ -151,6 +152,15 @@ class Objective:
         return gpus, rest
 
     # -- tie-breaks ------------------------------------------------------------
+
+    def _cluster_cost(self) -> Criterion:
+        """Multi-cluster only: cheaper and preferred worker clusters."""
+        crit = Criterion("cluster-cost")
+        costs = dispatch_costs(self.data.snapshot)
+        for wd in self.data.workloads:
+            if costs.get(wd.key):
+                crit.add(-costs[wd.key], self.v.workloads[wd.idx].admit, 1)
+        return crit
 
     def _preemption_cost(self) -> Criterion:
         """Fewer, smaller and lower-priority preemptions."""

@@ -82,10 +82,13 @@ RESTRICT_TO = 8
 
 
 def _warm_start(
-    snapshot: Snapshot, data: ModelData, params: CpSatParams
+    snapshot: Snapshot, data: ModelData, params: CpSatParams, given: Plan | None
 ) -> tuple[Plan, dict[str, str], bool]:
     """The better of best-fit and (when affordable) Kueue's greedy, with the
-    greedy's pending reasons; True when the greedy ran."""
+    greedy's pending reasons; True when the greedy ran.  A ``given`` plan
+    (the caller's baseline, e.g. MultiKueue's race) is the warm start instead."""
+    if given is not None:
+        return given, {p.workload: p.reason for p in given.pending}, False
     bfd = best_fit(data)
     cells = len(snapshot.admissible()) * max(len(snapshot.nodes), 1)
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
@@ -99,15 +102,19 @@ def _warm_start(
     return greedy, dict(outcome.reasons), True
 
 
-def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
+def solve_cpsat(
+    snapshot: Snapshot, params: CpSatParams | None = None, warm: Plan | None = None
+) -> Plan:
+    """``warm``: a valid plan of ``snapshot`` to start from instead of the
+    greedy/best-fit warm start; the result is never worse than it."""
     params = params or CpSatParams()
     start = time.perf_counter()
     if saturated(snapshot):
-        greedy = outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
+        greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, start, why)
     data = compile_problem(snapshot)
-    warm, reasons, _ = _warm_start(snapshot, data, params)
+    warm, reasons, _ = _warm_start(snapshot, data, params, warm)
     data = _keep_unsupported(snapshot, data, warm)
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "the warm start used the time limit")
