@@ -18,7 +18,8 @@ import time
 from typing import TYPE_CHECKING
 
 from placewise.models.multicluster import MultiSnapshot
-from placewise.models.plan import Plan
+from placewise.models.plan import Plan, PlanPending
+from placewise.models.validate import validate
 from placewise.solver.baselines.multikueue import solve_multikueue
 from placewise.solver.policy import primary_vector
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from placewise.solver.solve import SolveParams
 
 log = logging.getLogger("placewise.multicluster")
+REPAIR_ROUNDS = 6
 
 
 def best_baseline(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
@@ -39,6 +41,42 @@ def best_baseline(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
         # same race; run it only when it can differ.
         plans.append(solve_multikueue(snapshot, "incremental"))
     return max(plans, key=lambda p: primary_vector(snapshot, p, params.policy))
+
+
+def repaired(snapshot: MultiSnapshot, plan: Plan) -> list[Plan]:
+    """A plan of the optimizer's model close to ``plan``, to start from.
+
+    A race's withdrawn copies leave preemptions behind that no admitted
+    workload made; the model credits every victim to an admitted preemptor,
+    so such a plan is not one of its plans.  Keeping those victims running
+    and taking back the admissions that relied on their room (those the
+    validator then names, a few rounds at most) gives one.  It may rank
+    below ``plan``; it only starts the search, ``plan`` stays the floor."""
+    kept = {a.workload for a in plan.admissions}
+    if all(p.preemptor in kept for p in plan.preemptions):
+        return []
+    for _ in range(REPAIR_ROUNDS):
+        plan = plan.model_copy(
+            update={
+                "admissions": tuple(a for a in plan.admissions if a.workload in kept),
+                "preemptions": tuple(
+                    p for p in plan.preemptions if p.preemptor in kept
+                ),
+                "pending": plan.pending
+                + tuple(
+                    PlanPending(workload=a.workload, reason="taken back by the repair")
+                    for a in plan.admissions
+                    if a.workload not in kept
+                ),
+            }
+        )
+        bad = {v.workload for v in validate(snapshot, plan)}
+        if not bad:
+            return [plan]
+        if not bad & kept:
+            return []
+        kept -= bad
+    return []
 
 
 def solve_dispatch(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
@@ -57,7 +95,7 @@ def solve_dispatch(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
         policy=params.policy,
     )
     try:
-        plan = solve_cpsat(snapshot, cpsat, warm=warm)
+        plan = solve_cpsat(snapshot, cpsat, warm=warm, hints=repaired(snapshot, warm))
     except Exception as exc:
         if params.solver == "cpsat":
             raise

@@ -16,9 +16,12 @@ issued: Kueue evicts victims as soon as it decides to.
 eligible worker at once.  ``incremental`` nominates up to ``step`` workers
 (3 unless the manager's Configuration sets
 ``multiKueue.incrementalDispatcherConfig.stepSize``) in its
-MultiKueueConfig's order, and adds the next ones each time a round ends
-without an admission — here, when the cycles reach quiescence (Kueue waits
-five minutes per round).
+MultiKueueConfig's order — or keeps the nominations its status already
+holds, a round in progress — and adds the next ones only when a round ends
+without an admission, five minutes later.  A plan is the decision of now,
+so by default it holds one round: what the cluster settles into before the
+next round is due.  ``rounds=None`` plays every round (each ending when the
+cycles reach quiescence), what the dispatcher ends in after enough time.
 """
 
 from __future__ import annotations
@@ -42,10 +45,11 @@ NAMES: dict[Mode, str] = {
 class _Race(GreedyScheduler):
     """The greedy, cycle by cycle, with MultiKueue's race settled between."""
 
-    def __init__(self, snapshot: MultiSnapshot, mode: Mode) -> None:
+    def __init__(self, snapshot: MultiSnapshot, mode: Mode, rounds: int | None) -> None:
         super().__init__(snapshot)
         self.multi = snapshot
         self.mode = mode
+        self.rounds_left = None if rounds is None else rounds - 1
         self.rank = {c: i for i, c in enumerate(snapshot.clusters)}
         self.winner: dict[str, str] = {}
         """manager key -> the copy that won."""
@@ -63,7 +67,11 @@ class _Race(GreedyScheduler):
                 if c in first:
                     self.queued.add(copy)
                 else:
-                    self._forget(copy, "not nominated by the incremental dispatcher")
+                    self._forget(
+                        copy,
+                        "not nominated yet: the incremental dispatcher adds the "
+                        "next clusters when a round ends without an admission",
+                    )
 
     def _forget(self, copy: str, reason: str) -> None:
         cq = self.snapshot.cluster_queue_of(self.snapshot.workloads[copy])
@@ -117,8 +125,10 @@ class _Race(GreedyScheduler):
     def _next_round(self) -> bool:
         """Incremental: nominate the next workers of every group not yet
         admitted; False when there is nobody left to nominate."""
-        if self.mode != "incremental":
+        if self.mode != "incremental" or self.rounds_left == 0:
             return False
+        if self.rounds_left is not None:
+            self.rounds_left -= 1
         step = self.multi.facts.step
         added = False
         for key, d in self.multi.facts.dispatch.items():
@@ -143,14 +153,17 @@ class _Race(GreedyScheduler):
         return added
 
 
-def solve_multikueue(snapshot: MultiSnapshot, mode: Mode) -> Plan:
-    """The plan MultiKueue's race ends in, on the combined snapshot."""
+def solve_multikueue(
+    snapshot: MultiSnapshot, mode: Mode, rounds: int | None = 1
+) -> Plan:
+    """The plan MultiKueue's race ends in, on the combined snapshot
+    (``rounds``: incremental dispatcher rounds played, None for all)."""
     if not isinstance(snapshot, MultiSnapshot):
         raise ValueError(
             f"{NAMES[mode]} needs a multi-cluster instance (--cluster NAME=FILE)"
         )
     start = time.perf_counter()
-    race = _Race(snapshot, mode)
+    race = _Race(snapshot, mode, rounds)
     race.run()
     return outcome_to_plan(
         snapshot, race.outcome, NAMES[mode], time.perf_counter() - start

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
 from placewise.models.plan import Plan, TierResult
 from placewise.models.quantity import INT64_MAX
@@ -103,10 +104,15 @@ def _warm_start(
 
 
 def solve_cpsat(
-    snapshot: Snapshot, params: CpSatParams | None = None, warm: Plan | None = None
+    snapshot: Snapshot,
+    params: CpSatParams | None = None,
+    warm: Plan | None = None,
+    hints: Sequence[Plan] = (),
 ) -> Plan:
     """``warm``: a valid plan of ``snapshot`` to start from instead of the
-    greedy/best-fit warm start; the result is never worse than it."""
+    greedy/best-fit warm start; the result is never worse than it.
+    ``hints``: valid plans to start the search from when the warm start is
+    not a plan of the model (it stays the floor)."""
     params = params or CpSatParams()
     start = time.perf_counter()
     if saturated(snapshot):
@@ -133,6 +139,8 @@ def solve_cpsat(
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "building the model used the time limit")
     hint = model.hint(warm)
+    for other in hints:
+        hint = hint if hint is not None else model.hint(other)
     if hint is None:
         log.warning("cpsat: the warm start is not representable; cold start")
     log.info("cpsat: hint ready at %.1fs", time.perf_counter() - start)

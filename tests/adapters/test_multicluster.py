@@ -19,6 +19,7 @@ from placewise.models.errors import InstanceError
 from placewise.models.multicluster import CLUSTER_LABEL
 from placewise.models.plan import Plan, PlanAdmission, PlanPending
 from placewise.models.validate import validate
+from placewise.solver.baselines.multikueue import solve_multikueue
 from placewise.solver.policy import primary_vector
 from placewise.solver.solve import SolveParams, solve
 from tests.multicluster_builders import federation, job, manager, running, worker
@@ -221,9 +222,23 @@ def test_allatonce_race_preempts_needlessly_incremental_and_cpsat_do_not() -> No
 
 
 def test_incremental_moves_to_the_next_round_when_nothing_admits() -> None:
-    """Step 1, order [a, b]: a cannot run the A100 job; the next round asks b."""
+    """Step 1, order [a, b]: a cannot run the A100 job.  The plan of now holds
+    round one (b is asked five minutes later); played to the end, b admits."""
     fed = federation(
         manager(["a", "b"], [job("j", 8, model="A100")], step=1),
+        {"a": worker("H100", 1), "b": worker("A100", 1)},
+    )
+    now = plans(fed)["multikueue-incremental"]
+    assert placed(now) == {}
+    (pending,) = now.pending
+    assert "b: not nominated yet" in pending.reason
+    later = solve_multikueue(fed.snapshot, "incremental", rounds=None)
+    assert placed(user_plan(fed.snapshot, later)) == {"team/j": "b"}
+    # A round in progress keeps its nominations: b already asked, a is next.
+    nominated = job("j", 8, model="A100")
+    nominated["status"]["nominatedClusterNames"] = ["b"]
+    fed = federation(
+        manager(["a", "b"], [nominated], step=1),
         {"a": worker("H100", 1), "b": worker("A100", 1)},
     )
     assert placed(plans(fed)["multikueue-incremental"]) == {"team/j": "b"}
