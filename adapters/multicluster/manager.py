@@ -92,8 +92,7 @@ def split(
         if kind == "Configuration" and group == CONFIG_GROUP:
             where = Ctx(problems, raw.file, "Configuration", "", str(name), raw.line)
             _configuration(where, obj, facts)
-            rest.append(raw)
-            continue
+            continue  # the manager's own queues are not solved: only multiKueue
         if kind not in KINDS or group != KUEUE:
             rest.append(raw)
             continue
