@@ -32,9 +32,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--from",
         dest="instances",
         nargs="+",
-        required=True,
         metavar="INSTANCE",
-        help=msg,
+        help=msg + " (with --cluster: the MultiKueue manager, optional)",
+    )
+    p.add_argument(
+        "--cluster",
+        action="append",
+        metavar="NAME=FILE[,FILE...]",
+        help="serve one more cluster (a MultiKueue worker) on a port of its own; "
+        "repeat per cluster; --kubeconfig-out then has a context per cluster",
     )
     p.add_argument(
         "--port",
@@ -85,6 +91,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Load, serve, print the URL; 2 for unreadable input, 0 after a clean shutdown."""
+    if args.cluster:
+        from placewise.adapters.emulator import multi
+
+        return multi.run(args)
+    if not args.instances:
+        print("placewise emulate: --from INSTANCE... is required", file=sys.stderr)
+        return 2
     try:
         objects = load_instance_files(args.instances)
         controllers = None
