@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan
@@ -45,6 +45,11 @@ class SolveParams:
 
 def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     params = params or SolveParams()
+    if isinstance(snapshot, MultiSnapshot):
+        if params.solver in ("kube-default", "binpack-gang"):
+            raise ValueError(f"{params.solver} knows nothing of several clusters")
+        if params.solver == "greedy":  # Kueue over several clusters: the race
+            params = replace(params, solver="multikueue-allatonce")
     if params.solver == "greedy":
         from placewise.solver.greedy import solve_greedy
 

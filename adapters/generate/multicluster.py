@@ -271,11 +271,14 @@ def _manager(objects: list[JSON], pending: int) -> list[JSON]:
         {
             # Kueue's own Configuration: the incremental dispatcher asks one
             # region per round, in the MultiKueueConfig's order (Kueue's
-            # spillover example); AllAtOnce ignores it.
+            # spillover example; Kueue accepts a step size only with it).
             "apiVersion": "config.kueue.x-k8s.io/v1beta1",
             "kind": "Configuration",
             "metadata": {"name": "kueue-config"},
-            "multiKueue": {"incrementalDispatcherConfig": {"stepSize": 1}},
+            "multiKueue": {
+                "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+                "incrementalDispatcherConfig": {"stepSize": 1},
+            },
         }
     )
     for r in REGIONS:

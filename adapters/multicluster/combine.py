@@ -11,7 +11,7 @@ the snapshot every solver works on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from placewise.adapters.loader import RawObject, decode_objects
@@ -90,9 +90,12 @@ def federation_from_raws(
     workers: Mapping[str, Sequence[RawObject]],
     costs: ClusterCosts | None = None,
     notes: Sequence[Problem] = (),
+    allowed: Mapping[str, Collection[str]] | None = None,
 ) -> Federation:
     """Decode and combine; raises :class:`InstanceError` listing every problem
-    of every cluster."""
+    of every cluster.  ``allowed``: manager key -> the only workers it may go
+    to (the live dispatcher pins its own nominations and skips workers that
+    did not admit in time)."""
     problems: list[Problem] = []
     rest, facts = split(list(manager), problems)
     mobjs, mnotes = decode_objects(rest, problems)
@@ -100,7 +103,7 @@ def federation_from_raws(
     if problems:
         raise InstanceError(problems)
     msnap = build_snapshot(mobjs, [*notes, *mnotes])
-    return combine(msnap, facts, wobjs, costs or ClusterCosts(), wnotes)
+    return combine(msnap, facts, wobjs, costs or ClusterCosts(), wnotes, allowed)
 
 
 class _Builder:
@@ -216,10 +219,14 @@ def combine(
     workers: dict[str, Objects],
     costs: ClusterCosts,
     notes: Sequence[Problem] = (),
+    allowed: Mapping[str, Collection[str]] | None = None,
 ) -> Federation:
     b = _Builder(manager, facts, workers)
     b.warnings += notes
     dispatched, orders = b.dispatchable()
+    for key, only in (allowed or {}).items():
+        if key in orders:
+            orders[key] = tuple(c for c in orders[key] if c in only)
     mk_keys = b.multikueue_keys()
     tables: dict[str, dict[str, Workload]] = {}
     for c, objs in workers.items():
@@ -244,12 +251,17 @@ def combine(
             if f"{w.namespace}/{w.queue_name}" in workers[c].local_queues:
                 tables[c][key] = _copy(w)
                 copies[key][c] = scoped_key(c, key)
-        if not copies[key]:
-            tried = ", ".join(orders[key]) or "none"
+        if not orders[key]:
+            unplaced[key] = (
+                "no worker cluster is eligible (none Active, reachable and "
+                "listed in its MultiKueueConfig, or each already tried)"
+            )
+        elif not copies[key]:
             unplaced[key] = (
                 f"no worker cluster has LocalQueue {w.namespace}/{w.queue_name} "
-                f"(eligible workers: {tried})"
+                f"(eligible workers: {', '.join(orders[key])})"
             )
+        if not copies[key]:
             b.warn("Workload", w.name, unplaced[key], w.namespace)
     own: dict[str, Snapshot] = {}
     parts = []
