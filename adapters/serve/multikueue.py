@@ -37,13 +37,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placewise.adapters.loader import RawObject
-from placewise.adapters.multicluster import Federation, federation_from_raws
+from placewise.adapters.multicluster import (
+    Federation,
+    federation_from_raws,
+    user_plan,
+)
 from placewise.adapters.serve.app import KUEUE, discover
 from placewise.adapters.serve.informer import Cache, Informer
 from placewise.adapters.serve.kube import ApiError, Kube, Resource
 from placewise.adapters.serve.leader import LeaderElector
 from placewise.adapters.serve.metrics import Metrics
-from placewise.models.plan import Plan
+from placewise.models.plan import Plan, PlanAdmission
 from placewise.solver.solve import SolveParams, solve
 
 JSON = dict[str, Any]
@@ -122,6 +126,9 @@ class Dispatcher:
         """manager Workload -> clusters that did not admit it in time."""
         self.reachable: dict[str, bool] = {}
         self.last: tuple[Federation, Plan] | None = None
+        self.decisions: dict[str, PlanAdmission] = {}
+        """manager Workload -> the plan's admission (workers' names) when we
+        nominated its cluster."""
         self.solves = 0
         self.writes = 0
         self.leader: LeaderElector | None = None
@@ -147,7 +154,9 @@ class Dispatcher:
 
     # -- lifecycle ------------------------------------------------------------------
 
-    def start(self) -> Dispatcher:
+    def start(self, loop: bool = True) -> Dispatcher:
+        """Discover, watch, campaign; ``loop=False`` leaves the rounds to
+        :meth:`run_once` calls (tests)."""
         res = discover(self.manager)
         served = self.manager.served_versions()
         for kind, plural in MK_KINDS:
@@ -165,7 +174,8 @@ class Dispatcher:
             self._connect(name, kube)
         if self.leader is not None:
             self.leader.start()
-        self._thread.start()
+        if loop:
+            self._thread.start()
         return self
 
     def _connect(self, name: str, kube: Kube) -> bool:
@@ -198,7 +208,12 @@ class Dispatcher:
         for infs in self.informers.values():
             for inf in infs:
                 inf.stop()
-        self._thread.join(5)
+        if self._thread.is_alive():
+            self._thread.join(5)
+
+    def alive(self) -> bool:
+        """The round loop runs (health)."""
+        return self._thread.is_alive() or self._stop.is_set()
 
     def poke(self) -> None:
         """Re-solve now (tests; a change the watches cannot see)."""
@@ -248,11 +263,15 @@ class Dispatcher:
         )
         self.solves += 1
         self.last = (fed, plan)
-        admitted = {a.workload for a in plan.admissions}
-        for key, d in fed.snapshot.facts.dispatch.items():
-            chosen = [c for c, copy in d.copies.items() if copy in admitted]
-            if chosen:
-                self._nominate(key, chosen[0])
+        shown = {
+            a.workload: a
+            for a in user_plan(fed.snapshot, plan).admissions
+            if a.workload in fed.snapshot.facts.dispatch
+        }
+        for key, adm in shown.items():
+            assert adm.cluster is not None
+            if self._nominate(key, adm.cluster):
+                self.decisions[key] = adm
         return plan
 
     def _live(self, name: str) -> bool:
@@ -329,18 +348,19 @@ class Dispatcher:
             allowed[key] = rest
         return allowed
 
-    def _nominate(self, key: str, cluster: str) -> None:
+    def _nominate(self, key: str, cluster: str) -> bool:
+        """Nominate ``cluster`` for ``key``; True when we wrote it."""
         obj = self.caches[MANAGER].get("Workload", key)
         if obj is None:
-            return
+            return False
         status = obj.get("status") or {}
         if status.get("clusterName"):
-            return
+            return False
         if list(status.get("nominatedClusterNames") or []) == [cluster]:
             self.nominations.setdefault(key, Nomination(cluster, time.monotonic()))
-            return
+            return False
         if not self.leading():
-            return
+            return False
         meta = obj.get("metadata") or {}
         body = {
             "metadata": {"resourceVersion": meta.get("resourceVersion")},
@@ -356,7 +376,8 @@ class Dispatcher:
         except ApiError as exc:
             if exc.status not in (404, 409):
                 log.warning("nominating %s for %s failed: %s", cluster, key, exc)
-            return  # a conflict or a deletion: the next round sees the news
+            return False  # a conflict or a deletion: the next round sees the news
         self.writes += 1
         self.nominations[key] = Nomination(cluster, time.monotonic())
         log.info("%s: nominated %s", key, cluster)
+        return True

@@ -146,20 +146,18 @@ def test_nominates_dispatches_and_survives_a_lost_worker(world: World) -> None:
     assert got["team/h100-gang"] == "a"
     assert got["team/a100-8"] in ("b", "c")
     # The dispatcher's plan is what happened: each workload admitted where the
-    # plan put it, with the plan's flavor, and nowhere else.
-    assert world.dispatcher.last is not None
-    fed, plan = world.dispatcher.last
+    # plan put it, on the plan's flavors and hosts, and nowhere else.
+    decisions = world.dispatcher.decisions
     assert world.dispatcher.writes >= 3
     for key in expected:
         cluster = got[key]
+        assert decisions[key].cluster == cluster
         remote = world.workloads(cluster)[key]
         assert reserved(remote), (key, cluster)
-        flavors = {
-            f
-            for psa in remote["status"]["admission"]["podSetAssignments"]
-            for f in psa["flavors"].values()
-        }
-        assert flavors == {"h100" if cluster == "a" else "a100"}
+        (psa,) = remote["status"]["admission"]["podSetAssignments"]
+        (planned,) = decisions[key].pod_set_assignments
+        assert psa["flavors"] == planned.flavors
+        assert psa["count"] == planned.count
         for other in set(WORKERS) - {cluster}:
             assert key not in world.workloads(other), (key, other)
     # The stand-in copied each workload only to the cluster the plan chose.
