@@ -76,7 +76,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         metavar="RELEASE_SECONDS",
         help="stand in for Kueue's controllers: an evicted Workload's reservation "
-        "is cleared this many seconds later (default 1) so it is pending again",
+        "is cleared this many seconds later (default 1) so it is pending again; "
+        "with --cluster and --from, MultiKueue's too (nominated manager "
+        "Workloads are copied to their worker, clusterName set once admitted)",
     )
     p.add_argument(
         "--kueue-finish-after",

@@ -116,6 +116,15 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"placewise emulate: cannot listen: {exc}", file=sys.stderr)
         return 2
+    standin = None
+    if controllers and MANAGER in objects and len(objects) > 1:
+        # Kueue's controllers include MultiKueue's: copy nominated Workloads.
+        from placewise.adapters.emulator.multikueue_standin import MultiKueueStandin
+
+        standin = MultiKueueStandin(
+            clusters[MANAGER].api_client(),
+            {n: e.api_client() for n, e in clusters.emulators.items() if n != MANAGER},
+        ).start()
     done = threading.Event()
     previous = {
         s: signal.signal(s, lambda *_: done.set())
@@ -139,5 +148,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if standin is not None:
+            standin.stop()
         clusters.stop()
     return 0

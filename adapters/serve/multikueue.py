@@ -285,8 +285,16 @@ class Dispatcher:
         except ApiError as exc:
             log.debug("worker %s unreachable: %s", name, exc)
             ok = False
-        if ok != self.reachable.get(name):
-            log.warning("worker %s %s", name, "reachable" if ok else "unreachable")
+        before = self.reachable.get(name)
+        if ok != before:
+            if ok:
+                log.log(
+                    logging.INFO if before is None else logging.WARNING,
+                    "worker %s reachable",
+                    name,
+                )
+            else:
+                log.warning("worker %s unreachable: left out until it answers", name)
         self.reachable[name] = ok
         return ok
 
