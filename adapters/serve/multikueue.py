@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from placewise.adapters.loader import RawObject
+from placewise.adapters.loader import NAMESPACED, RawObject
 from placewise.adapters.multicluster import (
     Federation,
     federation_from_raws,
@@ -47,6 +47,7 @@ from placewise.adapters.serve.informer import Cache, Informer
 from placewise.adapters.serve.kube import ApiError, Kube, Resource
 from placewise.adapters.serve.leader import LeaderElector
 from placewise.adapters.serve.metrics import Metrics
+from placewise.models.errors import InstanceError, Location
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.solver.solve import SolveParams, solve
 
@@ -106,6 +107,21 @@ class DispatchConfig:
 class Nomination:
     cluster: str
     since: float
+
+
+def _ident(loc: Location) -> tuple[str, str, str, str]:
+    """(cluster, kind, namespace, name) a problem names; worker problems
+    carry ``cluster NAME: NAME`` as their file (see ``in_cluster``)."""
+    cluster = loc.file.rpartition(": ")[2] if loc.file else ""
+    return (cluster, loc.kind, loc.namespace, loc.name)
+
+
+def _ident_of(raw: RawObject, cluster: str) -> tuple[str, str, str, str]:
+    meta = raw.obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    kind = str(raw.obj.get("kind") or "")
+    ns = str(meta.get("namespace") or ("default" if kind in NAMESPACED else ""))
+    return (cluster, kind, ns, str(meta.get("name") or ""))
 
 
 class Dispatcher:
@@ -248,11 +264,21 @@ class Dispatcher:
             return None
         live = [w for w in self.workers if self._live(w)]
         manager = self._raws(MANAGER)
-        fed = federation_from_raws(
-            manager,
-            {w: self._raws(w) for w in live},
-            allowed=self._allowed(manager, live),
-        )
+        workers = {w: self._raws(w) for w in live}
+        allowed = self._allowed(manager, live)
+        try:
+            fed = federation_from_raws(manager, workers, allowed=allowed)
+        except InstanceError as exc:
+            # A malformed object must not stop dispatch: leave it out, say so.
+            bad = {_ident(p.location) for p in exc.problems}
+            for p in exc.problems:
+                log.warning("left out of the solve: %s", p)
+            manager = [r for r in manager if _ident_of(r, MANAGER) not in bad]
+            workers = {
+                w: [r for r in raws if _ident_of(r, w) not in bad]
+                for w, raws in workers.items()
+            }
+            fed = federation_from_raws(manager, workers, allowed=allowed)
         plan = solve(
             fed.snapshot,
             SolveParams(
@@ -314,11 +340,10 @@ class Dispatcher:
         now = time.monotonic()
         status: dict[str, JSON] = {}
         for raw in manager:
-            if raw.obj.get("kind") == "Workload":
-                meta = raw.obj.get("metadata") or {}
-                status[f"{meta.get('namespace')}/{meta.get('name')}"] = (
-                    raw.obj.get("status") or {}
-                )
+            meta, st = raw.obj.get("metadata"), raw.obj.get("status")
+            if raw.obj.get("kind") == "Workload" and isinstance(meta, dict):
+                key = f"{meta.get('namespace')}/{meta.get('name')}"
+                status[key] = st if isinstance(st, dict) else {}
         allowed: dict[str, set[str]] = {}
         for key in list(self.nominations):
             st = status.get(key)
@@ -329,6 +354,7 @@ class Dispatcher:
             names = st.get("nominatedClusterNames") or []
             if (
                 key not in self.nominations
+                and isinstance(names, list)
                 and len(names) == 1
                 and not st.get("clusterName")
             ):

@@ -165,3 +165,20 @@ def test_follower_writes_nothing(two: Clusters) -> None:
     assert two.nominated("j") == []
     leader.run_once()
     assert leader.writes == 1
+
+
+def test_a_malformed_object_is_left_out_not_fatal() -> None:
+    """One worker Workload the decoder refuses (a negative count) is left out
+    of the solve with a warning; dispatch goes on."""
+    bad = job("broken", 8, dispatched=False)
+    bad["spec"]["podSets"][0]["count"] = -1
+    c = Clusters(
+        manager(["a", "b"], [job("j", 8, model="A100")]),
+        {"a": worker("H100", 1), "b": [*worker("A100", 1), bad]},
+    )
+    try:
+        d = c.dispatcher()
+        d.run_once()
+        assert c.nominated("j") == ["b"]
+    finally:
+        c.stop()
