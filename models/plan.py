@@ -54,17 +54,33 @@ class PlanAdmission(Frozen):
     workload: str
     cluster_queue: str
     pod_set_assignments: tuple[PodSetAssignment, ...]
+    cluster: str | None = None
+    """The worker cluster, in multi-cluster plans only (formats.md §3)."""
 
 
 class PlanPreemption(Frozen):
     workload: str
     preemptor: str
     reason: PreemptionReason
+    cluster: str | None = None
+    """The worker cluster of the victim, in multi-cluster plans only."""
 
 
 class PlanPending(Frozen):
     workload: str
     reason: str
+    cluster: str | None = None
+    """A worker's own pending workload, in multi-cluster plans (names repeat
+    across clusters); None for the manager's dispatched workloads."""
+
+
+def _cluster(entry: dict[str, Any], cluster: str | None) -> dict[str, Any]:
+    """``cluster`` right after ``workload`` and only when set, so single-cluster
+    plans read exactly as before."""
+    if cluster is None:
+        return entry
+    items = list(entry.items())
+    return dict([items[0], ("cluster", cluster), *items[1:]])
 
 
 class Plan(Frozen):
@@ -94,21 +110,32 @@ class Plan(Frozen):
             "kind": "Plan",
             "solver": solver,
             "admissions": [
-                {
-                    "workload": a.workload,
-                    "clusterQueue": a.cluster_queue,
-                    "podSetAssignments": [
-                        _psa_to_dict(p) for p in a.pod_set_assignments
-                    ],
-                }
+                _cluster(
+                    {
+                        "workload": a.workload,
+                        "clusterQueue": a.cluster_queue,
+                        "podSetAssignments": [
+                            _psa_to_dict(p) for p in a.pod_set_assignments
+                        ],
+                    },
+                    a.cluster,
+                )
                 for a in self.admissions
             ],
             "preemptions": [
-                {"workload": p.workload, "preemptor": p.preemptor, "reason": p.reason}
+                _cluster(
+                    {
+                        "workload": p.workload,
+                        "preemptor": p.preemptor,
+                        "reason": p.reason,
+                    },
+                    p.cluster,
+                )
                 for p in self.preemptions
             ],
             "pending": [
-                {"workload": p.workload, "reason": p.reason} for p in self.pending
+                _cluster({"workload": p.workload, "reason": p.reason}, p.cluster)
+                for p in self.pending
             ],
         }
 
@@ -237,6 +264,7 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
                     adm.get("clusterQueue"), f"{where}.clusterQueue"
                 ),
                 pod_set_assignments=tuple(psas),
+                cluster=_optional(rd, adm, where),
             )
         )
     preemptions = []
@@ -258,6 +286,7 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
                 workload=rd.string(pre.get("workload"), f"{where}.workload"),
                 preemptor=rd.string(pre.get("preemptor"), f"{where}.preemptor"),
                 reason=reason,
+                cluster=_optional(rd, pre, where),
             )
         )
     pending = []
@@ -268,6 +297,7 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
             PlanPending(
                 workload=rd.string(pen.get("workload"), f"{where}.workload"),
                 reason=rd.text(pen.get("reason"), f"{where}.reason"),
+                cluster=_optional(rd, pen, where),
             )
         )
     if rd.problems:
@@ -278,6 +308,13 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
         preemptions=tuple(preemptions),
         pending=tuple(pending),
     )
+
+
+def _optional(rd: _Reader, entry: Mapping[str, Any], where: str) -> str | None:
+    """The optional ``cluster`` of an entry: absent, or a non-empty string."""
+    if entry.get("cluster") is None:
+        return None
+    return rd.string(entry.get("cluster"), f"{where}.cluster") or None
 
 
 def _tiers(rd: _Reader, raw: object) -> tuple[TierResult, ...]:

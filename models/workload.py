@@ -108,6 +108,11 @@ class Workload(Frozen):
     PodDisruptionBudget refused.  Every solver and the validator honour it."""
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
+    exclusive: str | None = None
+    """Copies of one MultiKueue manager Workload, one per worker cluster,
+    share this group name: at most one of them may be admitted (the manager
+    keeps whichever worker admits it).  No Kueue object carries it; the
+    multi-cluster loader sets it, and every solver and the validator honour it."""
 
     @property
     def key(self) -> str:

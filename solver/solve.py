@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.policy import Policy
 
 log = logging.getLogger("placewise")
 
-SOLVERS = ("auto", "cpsat", "greedy", "kube-default", "binpack-gang")
+SOLVERS = (
+    "auto",
+    "cpsat",
+    "greedy",
+    "kube-default",
+    "binpack-gang",
+    "multikueue-allatonce",
+    "multikueue-incremental",
+)
 """Solvers this build offers; the CLI's ``--solver`` choices come from here."""
 
 
@@ -36,10 +45,26 @@ class SolveParams:
 
 def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     params = params or SolveParams()
+    if isinstance(snapshot, MultiSnapshot):
+        if params.solver in ("kube-default", "binpack-gang"):
+            raise ValueError(f"{params.solver} knows nothing of several clusters")
+        if params.solver == "greedy":  # Kueue over several clusters: the race
+            params = replace(params, solver="multikueue-allatonce")
     if params.solver == "greedy":
         from placewise.solver.greedy import solve_greedy
 
         return solve_greedy(snapshot, params.cycles)
+    if params.solver.startswith("multikueue-"):
+        from placewise.solver.baselines.multikueue import solve_multikueue
+
+        assert isinstance(snapshot, MultiSnapshot), "needs --cluster"
+        if params.solver.endswith("allatonce"):
+            return solve_multikueue(snapshot, "allatonce")
+        return solve_multikueue(snapshot, "incremental")
+    if isinstance(snapshot, MultiSnapshot) and params.solver in ("cpsat", "auto"):
+        from placewise.solver.multicluster import solve_dispatch
+
+        return solve_dispatch(snapshot, params)
     if params.solver in ("cpsat", "auto"):
         from placewise.solver.cpsat import CpSatParams, solve_cpsat
 

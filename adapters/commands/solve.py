@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from placewise.adapters import output
+from placewise.adapters.commands import multicluster
 from placewise.adapters.commands.common import (
     load,
     positive_float,
@@ -100,10 +101,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FILE",
         help="write the plan to FILE instead of standard output",
     )
+    multicluster.add_option(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return multicluster.run_solve(args)
     policy = Policy()
     if args.policy:
         raw = load_one(args.policy, "Policy")  # the shared, bounded reader

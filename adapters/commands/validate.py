@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from placewise.adapters.commands import multicluster
 from placewise.adapters.commands.common import load
 from placewise.adapters.documents import load_one
 from placewise.models.plan import Plan, plan_from_dict
@@ -47,6 +48,7 @@ def register(subparsers: Any) -> None:
         default="text",
         help="report format (default: text)",
     )
+    multicluster.add_option(p)
     p.set_defaults(run=run)
 
 
@@ -56,6 +58,8 @@ def read_plan(path: str) -> Plan:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return multicluster.run_validate(args, read_plan(args.plan))
     snap = load(args.instances)
     plan = read_plan(args.plan)
     violations = validate(snap, plan)

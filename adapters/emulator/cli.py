@@ -32,9 +32,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--from",
         dest="instances",
         nargs="+",
-        required=True,
         metavar="INSTANCE",
-        help=msg,
+        help=msg + " (with --cluster: the MultiKueue manager, optional)",
+    )
+    p.add_argument(
+        "--cluster",
+        action="append",
+        metavar="NAME=FILE[,FILE...]",
+        help="serve one more cluster (a MultiKueue worker) on a port of its own; "
+        "repeat per cluster; --kubeconfig-out then has a context per cluster",
     )
     p.add_argument(
         "--port",
@@ -70,7 +76,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         metavar="RELEASE_SECONDS",
         help="stand in for Kueue's controllers: an evicted Workload's reservation "
-        "is cleared this many seconds later (default 1) so it is pending again",
+        "is cleared this many seconds later (default 1) so it is pending again; "
+        "with --cluster and --from, MultiKueue's too (nominated manager "
+        "Workloads are copied to their worker, clusterName set once admitted)",
     )
     p.add_argument(
         "--kueue-finish-after",
@@ -85,6 +93,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Load, serve, print the URL; 2 for unreadable input, 0 after a clean shutdown."""
+    if args.cluster:
+        from placewise.adapters.emulator import multi
+
+        return multi.run(args)
+    if not args.instances:
+        print("placewise emulate: --from INSTANCE... is required", file=sys.stderr)
+        return 2
     try:
         objects = load_instance_files(args.instances)
         controllers = None

@@ -84,6 +84,13 @@ _COSCHEDULING_POD_GROUP: tuple[CrdColumn, ...] = (
      "created.", 0),
 )  # fmt: skip
 
+_MULTIKUEUE_CLUSTER: tuple[CrdColumn, ...] = (
+    ("Connected", "string", ".status.conditions[?(@.type=='Active')].status",
+     "MultiKueueCluster is connected", 0),
+    ("Age", "date", ".metadata.creationTimestamp", "Time this workload was created",
+     0),
+)  # fmt: skip
+
 # (group, version, kind) -> columns; checked against the upstream CRD manifests.
 CRD_COLUMNS: dict[tuple[str, str, str], tuple[CrdColumn, ...]] = {
     (KUEUE, "v1beta2", "Workload"): _WORKLOAD,
@@ -99,6 +106,8 @@ CRD_COLUMNS: dict[tuple[str, str, str], tuple[CrdColumn, ...]] = {
         ("Value", "integer", ".value", "Value of workloadPriorityClass's Priority", 0),
     ),
     ("scheduling.x-k8s.io", "v1alpha1", "PodGroup"): _COSCHEDULING_POD_GROUP,
+    (KUEUE, "v1beta2", "MultiKueueCluster"): _MULTIKUEUE_CLUSTER,
+    (KUEUE, "v1beta1", "MultiKueueCluster"): _MULTIKUEUE_CLUSTER,
 }
 DEFAULT_CRD_COLUMNS: tuple[CrdColumn, ...] = (
     ("Age", "date", ".metadata.creationTimestamp", AGE_DOC, 0),

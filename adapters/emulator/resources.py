@@ -368,6 +368,23 @@ def builtin_table() -> list[ResourceType]:
         KUEUE, _KUEUE_V, "admissionchecks", "AdmissionCheck", False, short=("ac",)
     )
     rows += _crd(
+        KUEUE,
+        _KUEUE_V,
+        "multikueueclusters",
+        "MultiKueueCluster",
+        False,
+        short=("mkc",),
+    )
+    rows += _crd(
+        KUEUE,
+        _KUEUE_V,
+        "multikueueconfigs",
+        "MultiKueueConfig",
+        False,
+        status=False,
+        short=("mkconf",),
+    )
+    rows += _crd(
         "scheduling.x-k8s.io",
         ("v1alpha1",),
         "podgroups",

@@ -40,7 +40,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--family",
         metavar="NAME",
         help="preset family (default: default); one of: "
-        + ", ".join(families.FAMILIES),
+        + ", ".join(families.FAMILIES)
+        + "; or multi-cluster (a MultiKueue manager and three regions: -o names "
+        "a directory, --nodes is hosts per region, --pending the manager's "
+        "Workloads)",
     )
     source.add_argument("--config", metavar="FILE", help="YAML generator config")
     p.add_argument(
@@ -126,6 +129,8 @@ def build_config(args: argparse.Namespace) -> GeneratorConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Generate and write; 2 with a message on stderr for bad usage or config."""
+    if args.family == MULTI_CLUSTER:
+        return _multi_cluster(args)
     try:
         config = build_config(args)
         start = time.perf_counter()
@@ -148,6 +153,50 @@ def run(args: argparse.Namespace) -> int:
         summary(objects),
         built - start,
         time.perf_counter() - built,
+    )
+    return 0
+
+
+MULTI_CLUSTER = "multi-cluster"
+
+
+def _multi_cluster(args: argparse.Namespace) -> int:
+    """``--family multi-cluster -o DIR``: manager.yaml and one file per region."""
+    from placewise.adapters.generate.multicluster import write_multi_cluster
+
+    if not args.output or args.output == "-":
+        print(
+            "placewise generate: error: --family multi-cluster writes several "
+            "files: -o DIR names their directory",
+            file=sys.stderr,
+        )
+        return 2
+    for flag in ("shape", "running_pods", "config", "api_version"):
+        if getattr(args, flag, None) is not None:
+            name = "--" + flag.replace("_", "-")
+            print(
+                f"placewise generate: error: {name} does not apply to multi-cluster",
+                file=sys.stderr,
+            )
+            return 2
+    hosts = 300 if args.nodes is None else args.nodes
+    pending = 150 if args.pending is None else args.pending
+    if hosts < 1 or pending < 0:
+        print(
+            "placewise generate: error: --nodes must be >= 1, --pending >= 0",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        paths = write_multi_cluster(args.output, args.seed, hosts, pending, args.format)
+    except OSError as exc:
+        print(
+            f"placewise generate: error: cannot write {args.output}: {exc}",
+            file=sys.stderr,
+        )
+        return 2
+    log.info(
+        "multi-cluster, seed %d: %s", args.seed, ", ".join(map(str, paths.values()))
     )
     return 0
 

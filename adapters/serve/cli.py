@@ -27,6 +27,7 @@ from typing import Any
 from placewise.adapters.commands.common import positive_float
 from placewise.adapters.documents import read_text
 from placewise.adapters.loader import kueue_fair_sharing
+from placewise.adapters.serve import multikueue_cli
 from placewise.adapters.serve.app import Sidecar
 from placewise.adapters.serve.config import MODES, ServeConfig
 from placewise.adapters.serve.kube import Kube
@@ -131,11 +132,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--mode",
-        choices=MODES,
+        choices=(*MODES, "multikueue"),
         default="extender",
         help="extender: answer kube-scheduler; binder: place gated pods "
-        "itself; kueue: write Workload admissions (default: %(default)s)",
+        "itself; kueue: write Workload admissions; multikueue: MultiKueue's "
+        "dispatcher, nominating a worker cluster per Workload (default: "
+        "%(default)s)",
     )
+    multikueue_cli.add_options(p)
     p.add_argument(
         "--kueue-config",
         metavar="FILE",
@@ -378,6 +382,8 @@ def listen_error(address: tuple[str, int]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.mode == "multikueue":
+        return multikueue_cli.main(args)
     why = listen_error(args.listen)
     if why is not None:
         host, port = args.listen

@@ -38,6 +38,8 @@ RULES: dict[str, str] = {
     "bookkeeping.cluster-queue": "admitted to a queue other than its LocalQueue's",
     "bookkeeping.not-admissible": "admitted although Kueue can never admit it "
     "(inactive queue, namespace mismatch, missing queue, invalid request)",
+    "bookkeeping.exclusive": "two copies of one dispatched (MultiKueue) workload "
+    "admitted",
     "podsets.names": "podSetAssignments are not the spec pod sets in order",
     "podsets.count": "admitted count outside [minCount or count, count]",
     "podsets.resource-usage": "resourceUsage is not per-pod requests x count (+pods)",

@@ -18,6 +18,7 @@ def check(ctx: Context) -> list[Violation]:
     out += _entries(ctx)
     out += _preemptions(ctx)
     out += _queues(ctx)
+    out += _exclusive(ctx)
     return out
 
 
@@ -156,3 +157,23 @@ def _queues(ctx: Context) -> list[Violation]:
                 )
             )
     return out
+
+
+def _exclusive(ctx: Context) -> list[Violation]:
+    """At most one copy of a MultiKueue manager Workload is admitted: the
+    manager keeps one worker's admission and withdraws every other copy."""
+    groups: dict[str, list[str]] = {}
+    for adm in ctx.admitted:
+        group = adm.workload.exclusive
+        if group is not None:
+            groups.setdefault(group, []).append(adm.key)
+    return [
+        Violation(
+            "bookkeeping.exclusive",
+            keys[1],
+            f"copies of {group} admitted {len(keys)} times ({', '.join(keys)}); "
+            "a dispatched workload runs in at most one cluster",
+        )
+        for group, keys in sorted(groups.items())
+        if len(keys) > 1
+    ]

@@ -75,6 +75,7 @@ class Constraints:
         self._victims_need_preemptors()
         if mode == "plan":
             self._strict_fifo()
+        self._exclusive_copies()
 
     # -- admission and flavors -------------------------------------------------
 
@@ -403,6 +404,21 @@ class Constraints:
                 self.model.add(
                     self.v.workloads[behind].admit <= self.v.workloads[ahead].admit
                 )
+
+    def _exclusive_copies(self) -> None:
+        """Copies of one MultiKueue manager Workload (one per worker): at most
+        one is admitted, none when a fixed decision admits one already."""
+        groups: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+        for wd in self.data.workloads:
+            if wd.obj.exclusive is not None:
+                groups[wd.obj.exclusive].append(self.v.workloads[wd.idx].admit)
+        taken: set[str] = set()
+        for adm in self.data.fixed_admissions:
+            fixed = self.data.snapshot.workloads.get(adm.workload)
+            if fixed is not None and fixed.exclusive is not None:
+                taken.add(fixed.exclusive)
+        for group, admits in sorted(groups.items()):
+            self.model.add(sum(admits) <= (0 if group in taken else 1))
 
 
 def _ub(x: cp_model.IntVar) -> int:

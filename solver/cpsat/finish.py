@@ -73,12 +73,21 @@ def fill(data: ModelData, plan: Plan) -> Plan:
     assert layout is not None
     quota, lv = _final_state(data, plan)
     admitted = {a.workload for a in plan.admissions}
+    taken = {  # exclusive groups (MultiKueue copies) with a copy admitted
+        w.exclusive
+        for key in admitted
+        if (w := data.snapshot.workloads.get(key)) is not None and w.exclusive
+    }
     added: list[PlanAdmission] = []
     for wd in sorted(data.workloads, key=lambda wd: queue_order(wd.obj)):
         if wd.key in admitted or wd.cq.queueing_strategy == "StrictFIFO":
             continue
+        if wd.obj.exclusive is not None and wd.obj.exclusive in taken:
+            continue
         got = admit(data, layout, lv, quota, wd)
         if got is not None:
+            if wd.obj.exclusive is not None:
+                taken.add(wd.obj.exclusive)
             added.append(
                 PlanAdmission(
                     workload=wd.key,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from placewise.models.multicluster import dispatch_costs
 from placewise.solver.cpsat.constraints import Constraints
 from placewise.solver.cpsat.fairness import largest_share
 from placewise.solver.cpsat.variables import Derive, Variables
@@ -97,7 +98,7 @@ class Objective:
             return stages
         if self.data.snapshot.fair_sharing.enable:
             stages += pack([c for c in [self._fairness()] if c.terms])
-        tail: list[Criterion] = []
+        tail: list[Criterion] = [self._cluster_cost()]
         if self.policy.preemption:
             tail.append(self._preemption_cost())
         if self.policy.topology:
@@ -159,6 +160,15 @@ class Objective:
         return gpus, rest
 
     # -- tie-breaks ------------------------------------------------------------
+
+    def _cluster_cost(self) -> Criterion:
+        """Multi-cluster only: cheaper and preferred worker clusters."""
+        crit = Criterion("cluster-cost")
+        costs = dispatch_costs(self.data.snapshot)
+        for wd in self.data.workloads:
+            if costs.get(wd.key):
+                crit.add(-costs[wd.key], self.v.workloads[wd.idx].admit, 1)
+        return crit
 
     def _preemption_cost(self) -> Criterion:
         """Fewer, smaller and lower-priority preemptions."""

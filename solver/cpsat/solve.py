@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
@@ -98,10 +99,13 @@ the MIP would not get past its root within the budget."""
 
 
 def _warm_start(
-    snapshot: Snapshot, data: ModelData, params: CpSatParams
+    snapshot: Snapshot, data: ModelData, params: CpSatParams, given: Plan | None
 ) -> tuple[Plan, dict[str, str], bool]:
     """The better of best-fit and (when affordable) Kueue's greedy, with the
-    greedy's pending reasons; True when the greedy ran."""
+    greedy's pending reasons; True when the greedy ran.  A ``given`` plan
+    (the caller's baseline, e.g. MultiKueue's race) is the warm start instead."""
+    if given is not None:
+        return given, {p.workload: p.reason for p in given.pending}, False
     bfd = best_fit(data)
     cells = len(snapshot.admissible()) * max(len(snapshot.nodes), 1)
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
@@ -118,15 +122,24 @@ def _warm_start(
     return greedy, dict(outcome.reasons), True
 
 
-def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
+def solve_cpsat(
+    snapshot: Snapshot,
+    params: CpSatParams | None = None,
+    warm: Plan | None = None,
+    hints: Sequence[Plan] = (),
+) -> Plan:
+    """``warm``: a valid plan of ``snapshot`` to start from instead of the
+    greedy/best-fit warm start; the result is never worse than it.
+    ``hints``: valid plans to start the search from when the warm start is
+    not a plan of the model (it stays the floor)."""
     params = params or CpSatParams()
     start = time.perf_counter()
     if saturated(snapshot):
-        greedy = outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
+        greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, start, why)
     data = compile_problem(snapshot)
-    warm, reasons, _ = _warm_start(snapshot, data, params)
+    warm, reasons, _ = _warm_start(snapshot, data, params, warm)
     data = _keep_unsupported(snapshot, data, warm)
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "the warm start used the time limit")
@@ -147,6 +160,8 @@ def solve_cpsat(snapshot: Snapshot, params: CpSatParams | None = None) -> Plan:
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "building the model used the time limit")
     hint = model.hint(warm)
+    for other in hints:
+        hint = hint if hint is not None else model.hint(other)
     if hint is None:
         log.warning("cpsat: the warm start is not representable; cold start")
     log.info("cpsat: hint ready at %.1fs", time.perf_counter() - start)

@@ -174,7 +174,14 @@ def best_fit(data: ModelData, preempt: bool = True) -> Plan:
     admissions: list[PlanAdmission] = []
     evictions = _Evictions(data, lv, quota)
     order = sorted(data.workloads, key=lambda wd: _decreasing(data, wd))
+    taken = {  # exclusive groups (MultiKueue copies) already admitted
+        w.exclusive
+        for a in data.fixed_admissions
+        if (w := data.snapshot.workloads.get(a.workload)) is not None
+    }
     for wd in order:
+        if wd.obj.exclusive is not None and wd.obj.exclusive in taken:
+            continue
         got = admit(data, layout, lv, quota, wd)
         if got is None and preempt:
             got = evictions.admit(
@@ -183,6 +190,7 @@ def best_fit(data: ModelData, preempt: bool = True) -> Plan:
             )
         if got is not None:
             psas = got[0]
+            taken.add(wd.obj.exclusive)
             admissions.append(
                 PlanAdmission(
                     workload=wd.key,

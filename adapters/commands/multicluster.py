@@ -1,0 +1,153 @@
+"""``solve``/``validate`` with ``--cluster NAME=FILE[,FILE...]`` (formats.md §3).
+
+The positional files are the MultiKueue manager, each ``--cluster`` one
+worker.  ``solve`` solves the combined snapshot and prints the plan in the
+workers' own names with ``cluster:`` on every admission and preemption;
+``validate`` checks a plan per worker and across workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from placewise.adapters import output
+from placewise.adapters.commands.common import spinner
+from placewise.adapters.documents import load_one
+from placewise.adapters.multicluster import (
+    ClusterCosts,
+    Federation,
+    load_federation,
+    parse_workers,
+    user_plan,
+    validate_clusters,
+)
+from placewise.adapters.multicluster.load import split_policy
+from placewise.models.errors import InstanceError, Location, Problem
+from placewise.models.plan import Plan
+from placewise.solver.policy import Policy
+from placewise.solver.solve import SolveParams, solve
+
+log = logging.getLogger("placewise")
+UNSUPPORTED = ("kube-default", "binpack-gang")
+"""Single-cluster baselines: they know nothing of dispatch."""
+CLUSTER_HELP = (
+    "a MultiKueue worker cluster: its name (as its MultiKueueCluster) and its "
+    "dump's files; repeat for each worker; the positional files are then the "
+    "manager cluster (formats.md §3)"
+)
+
+
+def add_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cluster",
+        action="append",
+        metavar="NAME=FILE[,FILE...]",
+        help=CLUSTER_HELP,
+    )
+
+
+def load(args: argparse.Namespace, costs: ClusterCosts | None = None) -> Federation:
+    workers = parse_workers(args.cluster)
+    with spinner(f"loading the manager and {len(workers)} worker(s)"):
+        fed = load_federation(args.instances, workers, costs)
+    for w in fed.warnings:
+        log.warning("%s", w)
+    return fed
+
+
+def run_solve(args: argparse.Namespace) -> int:
+    bad = [s for s in (args.solver, args.compare) if s in UNSUPPORTED]
+    if bad:
+        raise InstanceError(
+            [
+                Problem(
+                    Location(field="--solver"),
+                    f"{bad[0]} is a single-cluster baseline; with --cluster choose "
+                    "auto, cpsat, greedy or multikueue-allatonce/incremental",
+                )
+            ]
+        )
+    policy, costs = Policy(), ClusterCosts()
+    if args.policy:
+        raw, costs = split_policy(load_one(args.policy, "Policy"), args.policy)
+        try:
+            policy = Policy.from_mapping(raw)
+        except ValueError as exc:
+            where = Location(file=args.policy, kind="Policy")
+            raise InstanceError([Problem(where, str(exc))]) from None
+    fed = load(args, costs)
+    unknown = sorted(set(costs.per_gpu) - set(fed.workers))
+    if unknown:
+        log.warning("%s: clusterCosts names unknown clusters %s", args.policy, unknown)
+    plans: list[Plan] = []
+    for solver in [args.compare, args.solver] if args.compare else [args.solver]:
+        # Kueue's greedy over several clusters is MultiKueue's race.
+        name = "multikueue-allatonce" if solver == "greedy" else solver
+        with spinner(f"solving with {name}"):
+            plan = solve(
+                fed.snapshot,
+                SolveParams(
+                    solver=name,
+                    cycles=args.cycles,
+                    time_limit=args.time_limit,
+                    workers=args.workers,
+                    seed=args.seed,
+                    deterministic_time=args.deterministic_time,
+                    policy=policy,
+                ),
+            )
+        log.info(
+            "%s: %d admitted, %d preempted, %d pending in %.3fs",
+            plan.solver.name,
+            len(plan.admissions),
+            len(plan.preemptions),
+            len(plan.pending),
+            plan.solver.wall_seconds,
+        )
+        plans.append(plan)
+    fmt = args.format or ("table" if args.compare else "yaml")
+    if fmt == "table":
+        # People read the combined names: ``east.team-a/job`` says where.
+        if args.compare:
+            output.emit(output.render_many(plans, fmt, fed.snapshot), args.output)
+        else:
+            output.write(plans[0], fmt, args.output, snapshot=fed.snapshot)
+        return 0
+    shown = [user_plan(fed.snapshot, p) for p in plans]
+    if args.compare:
+        output.emit(output.render_many(shown, fmt, fed.snapshot), args.output)
+    else:
+        output.write(shown[0], fmt, args.output)
+    return 0
+
+
+def run_validate(args: argparse.Namespace, plan: Plan) -> int:
+    fed = load(args)
+    violations = validate_clusters(fed, plan)
+    if args.format == "json":
+        report: dict[str, Any] = {
+            "feasible": not violations,
+            "admissions": len(plan.admissions),
+            "preemptions": len(plan.preemptions),
+            "pending": len(plan.pending),
+            "violations": [
+                {"rule": v.rule, "workload": v.workload, "message": v.message}
+                for v in violations
+            ],
+        }
+        print(json.dumps(report, indent=2))
+    elif violations:
+        for v in violations:
+            print(v)
+        print(f"plan is infeasible: {len(violations)} violation(s)", file=sys.stderr)
+    else:
+        print(
+            f"plan is feasible in {len(fed.workers)} cluster(s): "
+            f"{len(plan.admissions)} admission(s), {len(plan.preemptions)} "
+            f"preemption(s), {len(plan.pending)} pending"
+        )
+    return 1 if violations else 0
