@@ -18,6 +18,7 @@ from placewise.models.cluster import (
     HOSTNAME_LABEL,
     ClusterQueue,
     Cohort,
+    FairSharing,
     FlavorQuotas,
     LocalQueue,
     Namespace,
@@ -232,6 +233,7 @@ class Renamer:
             nodes=_table(objs.nodes, self.node, self.key),
             pods=_table(objs.pods, self.pod, self.key),
             workloads=_table(workloads, self.workload, self.key),
+            fair_sharing=objs.fair_sharing,
         )
 
     def priority(self, pc: PriorityClass) -> PriorityClass:
@@ -252,5 +254,11 @@ def merge(parts: list[Objects]) -> Objects:
     tables: dict[str, dict[str, object]] = {}
     for part in parts:
         for name in Objects.__dataclass_fields__:
-            tables.setdefault(name, {}).update(getattr(part, name))
-    return Objects(**tables)  # type: ignore[arg-type]
+            table = getattr(part, name)
+            if isinstance(table, Mapping):
+                tables.setdefault(name, {}).update(table)
+    # Each worker runs its own Kueue: one fair-sharing setting holds for the
+    # combined problem only when every worker has it.
+    settings = {part.fair_sharing for part in parts}
+    fair = settings.pop() if len(settings) == 1 else FairSharing()
+    return Objects(**tables, fair_sharing=fair)  # type: ignore[arg-type]
