@@ -102,5 +102,5 @@ def test_fair_sharing_guard_returns_the_warm_start(
     plan = solve_cpsat(snap, PARAMS)
     assert judged and judged[0].solver.name == "cpsat"
     assert plan.solver.status == "FALLBACK"
-    warm, _, _ = cpsat_solve._warm_start(snap, compile_problem(snap), PARAMS)
+    warm, _, _ = cpsat_solve._warm_start(snap, compile_problem(snap), PARAMS, None)
     assert (plan.admissions, plan.preemptions) == (warm.admissions, warm.preemptions)
