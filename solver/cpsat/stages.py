@@ -239,7 +239,12 @@ def run_stages(
             status, found, bound = solve_stage(
                 model, stage, values, remaining, det, race and bool(stage.gpus)
             )
-            if found is not None:
+            if found is not None and (
+                current is None or stage.value(found) > current
+            ):
+                # Only a strictly better solution replaces the incumbent: one
+                # that merely equals it on this stage may be worse on the
+                # stages still to come.
                 values = found
             elif values is None:
                 results.append(StageResult(stage, "NO_SOLUTION", None, None, 0.0))
