@@ -57,7 +57,9 @@ def relaxed_tiers(
     stages = [s for s in model.stages if s.gpus]
     for k, stage in enumerate(stages):
         share = (deadline - time.perf_counter()) / (len(stages) - k)
-        _, _, bound = solve_stage(model, stage, None, share, None)
+        det = params.deterministic_time
+        work = det / len(stages) if det is not None else None
+        _, _, bound = solve_stage(model, stage, None, share, work)
         delta = stage.gpu_bound(bound if bound is not None else stage.hi)
         if stage.tier is None:
             bounds[None] = sum(running.values()) + delta + sum(extra.values())

@@ -60,6 +60,9 @@ def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpS
     p = solver.parameters
     p.max_time_in_seconds = max(budget, 0.05)
     if det is not None:
+        # Deterministic work alone decides when to stop: a wall-clock limit
+        # would make the plan depend on the machine's load.
+        p.max_time_in_seconds = 3600.0
         p.max_deterministic_time = det
         # The same plan for any number of workers: the subsolvers run
         # interleaved in a fixed order instead of racing.

@@ -75,3 +75,19 @@ def test_cold_start_on_the_demo_finds_the_optimizers_own_plan(
     assert plan.solver.status in ("OPTIMAL", "FEASIBLE")
     assert plan.preemptions == ()
     assert demand_vector(snap, plan) > demand_vector(snap, greedy)
+
+
+def test_deterministic_time_gives_one_plan_for_any_worker_count() -> None:
+    """With --deterministic-time the plan depends on the input and the seed
+    alone: the same for one worker and for two (wall time aside)."""
+    snap = generate_snapshot(Instance("fragmented", 2))
+    plans = [
+        solve_cpsat(
+            snap,
+            CpSatParams(time_limit=60, workers=w, seed=3, deterministic_time=0.5),
+        )
+        for w in (1, 2)
+    ]
+    first, second = (p.model_copy(update={"solver": p.solver.model_copy(
+        update={"wall_seconds": 0.0})}) for p in plans)  # fmt: skip
+    assert first == second
