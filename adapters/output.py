@@ -20,7 +20,7 @@ from placewise.benchmarks.harness.metrics import (
     pod_set_span,
     workload_gpus,
 )
-from placewise.models.plan import Plan
+from placewise.models.plan import Plan, TierResult
 from placewise.models.quantity import format_units
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
@@ -69,10 +69,12 @@ def render_table(
     s = plan.solver
     extra = ""
     if s.objective is not None:
-        extra += f"  objective {s.objective:g}"
+        extra += f"  GPUs after {s.objective:g}"
     if s.bound is not None:
         extra += f"  bound {s.bound:g}"
     console.print(f"solver {s.name}  status {s.status}  {s.wall_seconds:.3f}s{extra}")
+    if s.tiers:
+        console.print("  ".join(_tier_cell(t) for t in s.tiers))
     adm = Table(title=f"Admitted ({len(plan.admissions)})", title_justify="left")
     for col in (
         "workload",
@@ -122,6 +124,15 @@ def render_table(
         pen.add_row(waiting.workload, waiting.reason)
     console.print(pen)
     return buf.getvalue()
+
+
+def _tier_cell(t: TierResult) -> str:
+    """One priority tier: GPUs after the plan, its proven bound, Kueue's."""
+    notes = [f"bound {t.bound}"] if t.bound is not None else []
+    if t.greedy is not None:
+        notes.append(f"greedy {t.greedy}")
+    tail = f" ({', '.join(notes)})" if notes else ""
+    return f"priority {t.priority}: {t.gpus} GPUs{tail}"
 
 
 def _hosts(p: PodSetAssignment, shown: int = 4) -> str:

@@ -39,6 +39,8 @@ class TierResult(Frozen):
     bound: int | None = None
     """Proven upper bound on ``gpus``, given the tiers above it (None: none
     was proven, e.g. under the single-tier ``gpus`` objective)."""
+    greedy: int | None = None
+    """The same figure for Kueue's greedy plan, when the optimizer ran it."""
 
 
 class SolverInfo(Frozen):
@@ -103,6 +105,7 @@ class Plan(Frozen):
             solver["tiers"] = [
                 {"priority": t.priority, "gpus": t.gpus}
                 | ({"bound": t.bound} if t.bound is not None else {})
+                | ({"greedy": t.greedy} if t.greedy is not None else {})
                 for t in self.solver.tiers
             ]
         return {
@@ -322,7 +325,7 @@ def _tiers(rd: _Reader, raw: object) -> tuple[TierResult, ...]:
     for i, item in enumerate(rd.seq(raw, "solver.tiers")):
         where = f"solver.tiers[{i}]"
         tier = rd.mapping(item, where)
-        bound = tier.get("bound")
+        bound, greedy = tier.get("bound"), tier.get("greedy")
         priority = tier.get("priority")
         if not isinstance(priority, int) or isinstance(priority, bool):
             rd.fail(
@@ -337,6 +340,9 @@ def _tiers(rd: _Reader, raw: object) -> tuple[TierResult, ...]:
                 priority=priority,
                 gpus=rd.integer(tier.get("gpus"), f"{where}.gpus"),
                 bound=None if bound is None else rd.integer(bound, f"{where}.bound"),
+                greedy=None
+                if greedy is None
+                else rd.integer(greedy, f"{where}.greedy"),
             )
         )
     return tuple(out)

@@ -100,17 +100,18 @@ the MIP would not get past its root within the budget."""
 
 def _warm_start(
     snapshot: Snapshot, data: ModelData, params: CpSatParams, given: Plan | None
-) -> tuple[Plan, dict[str, str], bool]:
+) -> tuple[Plan, dict[str, str], Plan | None]:
     """The better of best-fit and (when affordable) Kueue's greedy, with the
-    greedy's pending reasons; True when the greedy ran.  A ``given`` plan
-    (the caller's baseline, e.g. MultiKueue's race) is the warm start instead."""
+    greedy's pending reasons, and the greedy's plan when it ran.  A ``given``
+    plan (the caller's baseline, e.g. MultiKueue's race) is the warm start
+    instead."""
     if given is not None:
-        return given, {p.workload: p.reason for p in given.pending}, False
+        return given, {p.workload: p.reason for p in given.pending}, None
     bfd = best_fit(data)
     cells = len(snapshot.admissible()) * max(len(snapshot.nodes), 1)
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
         log.info("cpsat: warm start best-fit (the greedy would not fit the budget)")
-        return bfd, {}, False
+        return bfd, {}, None
     outcome = run_greedy(snapshot)
     greedy = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
     pol = params.policy
@@ -118,8 +119,8 @@ def _warm_start(
     if not fair and primary_vector(snapshot, bfd, pol) > primary_vector(
         snapshot, greedy, pol
     ):
-        return bfd, dict(outcome.reasons), True
-    return greedy, dict(outcome.reasons), True
+        return bfd, dict(outcome.reasons), greedy
+    return greedy, dict(outcome.reasons), greedy
 
 
 def solve_cpsat(
@@ -139,7 +140,7 @@ def solve_cpsat(
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, start, why)
     data = compile_problem(snapshot)
-    warm, reasons, _ = _warm_start(snapshot, data, params, warm)
+    warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
     data = _keep_unsupported(snapshot, data, warm)
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "the warm start used the time limit")
@@ -203,6 +204,7 @@ def solve_cpsat(
     tiers, total_bound = _report(
         snapshot, searched, plan, values, results, pol, restricted
     )
+    tiers = _with_greedy(snapshot, tiers, kueue, pol)
     wall = time.perf_counter() - start
     total = sum(t.gpus for t in tiers)
     return plan.model_copy(
@@ -257,6 +259,16 @@ def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:
         for p in plan.pending
     )
     return plan.model_copy(update={"pending": pending})
+
+
+def _with_greedy(
+    snapshot: Snapshot, tiers: tuple[TierResult, ...], greedy: Plan | None, pol: Policy
+) -> tuple[TierResult, ...]:
+    """Each tier's figure for Kueue's greedy plan, when it ran."""
+    if greedy is None:
+        return tiers
+    theirs = {f.priority: f.gpus for f in tier_figures(snapshot, greedy, pol)}
+    return tuple(t.model_copy(update={"greedy": theirs.get(t.priority)}) for t in tiers)
 
 
 def _report(

@@ -242,9 +242,7 @@ def run_stages(
             status, found, bound = solve_stage(
                 model, stage, values, remaining, det, race and bool(stage.gpus)
             )
-            if found is not None and (
-                current is None or stage.value(found) > current
-            ):
+            if found is not None and (current is None or stage.value(found) > current):
                 # Only a strictly better solution replaces the incumbent: one
                 # that merely equals it on this stage may be worse on the
                 # stages still to come.

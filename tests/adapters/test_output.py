@@ -19,9 +19,11 @@ import yaml
 
 from placewise.adapters.cli import main
 from placewise.adapters.loader import load_snapshot
+from placewise.adapters.output import render_table
 from placewise.benchmarks.harness import metrics
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.greedy import solve_greedy
+from placewise.solver.solve import SolveParams, solve
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = sorted(str(p) for p in (ROOT / "instances" / "demo").glob("*.yaml"))
@@ -153,3 +155,15 @@ def test_compare_as_yaml_and_json_lists_both_plans(
     assert [d["solver"]["name"] for d in docs] == ["greedy", "cpsat"]
     plans = json.loads(solve_cli("--compare", "greedy", "--format", "json", *FAST))
     assert [p["kind"] for p in plans] == ["Plan", "Plan"]
+
+
+def test_table_header_shows_each_tier_against_its_bound_and_the_greedy() -> None:
+    """The optimizer's plan prints, per priority, GPUs after the plan, the
+    proven bound and Kueue's figure."""
+    snap = load_snapshot(DEMO)
+    plan = solve(snap, SolveParams(solver="cpsat", time_limit=5, workers=1))
+    text = render_table(plan, snap, width=200)
+    for t in plan.solver.tiers:
+        assert t.bound is not None and t.greedy is not None
+        assert f"priority {t.priority}: {t.gpus} GPUs (bound {t.bound}, " in text
+        assert f"greedy {t.greedy})" in text
