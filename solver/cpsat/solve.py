@@ -74,16 +74,17 @@ def saturated(snapshot: Snapshot) -> bool:
 
 
 def _fallback(warm: Plan, start: float, why: str) -> Plan:
-    log.warning("cpsat: %s; returning the greedy plan", why)
+    log.warning("cpsat: %s; returning the warm start (%s)", why, warm.solver.name)
     return fallback(warm, time.perf_counter() - start)
 
 
 GREEDY_SECONDS_PER_CELL = 2e-6
 """Kueue greedy wall time per pending workload x node, measured on 2 cores
 (scale-10000: 2,000 x 10,000 cells in 18-24 s; scale-1000 in 0.4 s)."""
-GREEDY_SHARE = 0.3
+GREEDY_SHARE = 0.5
 """The greedy warm start runs when it is predicted to take at most this
-share of the time limit; the best-fit warm start always runs."""
+share of the time limit (Kueue's plan is then the floor); the best-fit warm
+start always runs."""
 RESTRICT_CELLS = 40_000
 """Candidate (pod set, domain) cells above which each pod set keeps only its
 roomiest domains (plus its warm start's): the model must build in seconds."""
@@ -173,7 +174,7 @@ def solve_cpsat(
         # start), whatever the tiers gain; the acceptance test below checks
         # the exact shares, this row keeps the search away from worse ones.
         model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
-    deadline = start + params.time_limit - min(MARGIN, 0.05 * params.time_limit)
+    deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
@@ -235,7 +236,7 @@ def _large(
     and the relaxed model proves each tier's bound."""
     plan = fill(data, warm)
     plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
-    deadline = start + params.time_limit - min(MARGIN, 0.05 * params.time_limit)
+    deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
     tiers, total_bound = relaxed_tiers(snapshot, data, params, plan, deadline)
     wall = time.perf_counter() - start
     return plan.model_copy(
