@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from placewise.models.multicluster import MultiSnapshot
@@ -83,7 +84,7 @@ def repaired(snapshot: MultiSnapshot, plan: Plan) -> list[Plan]:
 
 def solve_dispatch(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
     """``cpsat``/``auto`` on a multi-cluster instance."""
-    from placewise.solver.cpsat import CpSatParams, solve_cpsat
+    from placewise.solver.cpsat import solve_cpsat
     from placewise.solver.cpsat.plan_io import fallback
 
     start = time.perf_counter()
@@ -92,13 +93,7 @@ def solve_dispatch(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
     # The optimizer overshoots its own limit by up to its read-back; keep
     # that inside the caller's budget too.
     spent = time.perf_counter() - start + min(MARGIN, 0.05 * params.time_limit)
-    cpsat = CpSatParams(
-        time_limit=max(params.time_limit - spent, 0.01),
-        workers=params.workers,
-        seed=params.seed,
-        deterministic_time=params.deterministic_time,
-        policy=params.policy,
-    )
+    cpsat = replace(params.for_cpsat(), time_limit=max(params.time_limit - spent, 0.01))
     try:
         plan = solve_cpsat(snapshot, cpsat, warm=warm, hints=hints)
     except Exception as exc:

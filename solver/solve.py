@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.policy import Policy
+
+if TYPE_CHECKING:
+    from placewise.solver.cpsat import CpSatParams
 
 log = logging.getLogger("placewise")
 
@@ -42,6 +46,14 @@ class SolveParams:
     fixed seed and worker count the plan is reproducible."""
     policy: Policy = field(default_factory=Policy)
 
+    def for_cpsat(self) -> CpSatParams:
+        """The optimizer's share of these settings (same field names)."""
+        from placewise.solver.cpsat import CpSatParams
+
+        return CpSatParams(
+            **{f.name: getattr(self, f.name) for f in fields(CpSatParams)}
+        )
+
 
 def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     params = params or SolveParams()
@@ -66,16 +78,10 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
 
         return solve_dispatch(snapshot, params)
     if params.solver in ("cpsat", "auto"):
-        from placewise.solver.cpsat import CpSatParams, solve_cpsat
+        from placewise.solver.cpsat import solve_cpsat
 
         start = time.perf_counter()
-        cpsat = CpSatParams(
-            time_limit=params.time_limit,
-            workers=params.workers,
-            seed=params.seed,
-            deterministic_time=params.deterministic_time,
-            policy=params.policy,
-        )
+        cpsat = params.for_cpsat()
         if params.solver == "cpsat":
             return solve_cpsat(snapshot, cpsat)
         try:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot
-from placewise.solver.cpsat.ceiling import relaxed_tiers
+from placewise.solver.cpsat.ceiling import outside_gpus, relaxed_tiers
 from placewise.solver.cpsat.fairness import SCALE, SLACK
 from placewise.solver.cpsat.finish import explain, fill
 from placewise.solver.cpsat.model import CPModel, CpSatParams
@@ -205,6 +205,7 @@ def solve_cpsat(
     tiers, total_bound = _report(
         snapshot, searched, plan, values, results, pol, restricted
     )
+    tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
     tiers = _with_greedy(snapshot, tiers, kueue, pol)
     wall = time.perf_counter() - start
     total = sum(t.gpus for t in tiers)
@@ -260,6 +261,27 @@ def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:
         for p in plan.pending
     )
     return plan.model_copy(update={"pending": pending})
+
+
+def _allow_outside(
+    data: ModelData,
+    plan: Plan,
+    pol: Policy,
+    tiers: tuple[TierResult, ...],
+    total: int | None,
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """Bounds must allow for some plan admitting the pending workloads the
+    model leaves out (it cannot express them): their GPUs count whole."""
+    extra = outside_gpus(data, plan, pol)
+    if not extra:
+        return tiers, total
+    widened = tuple(
+        t.model_copy(update={"bound": t.bound + extra.get(t.priority, 0)})
+        if t.bound is not None
+        else t
+        for t in tiers
+    )
+    return widened, None if total is None else total + sum(extra.values())
 
 
 def _with_greedy(
