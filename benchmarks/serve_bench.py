@@ -170,7 +170,7 @@ def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str, 
     cmd = [
         sys.executable,
         "-m",
-        "placewise.adapters.cli",
+        "placewise",
         "serve",
         "--kubeconfig",
         kubeconfig,

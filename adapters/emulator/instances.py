@@ -1,7 +1,7 @@
 """Read instance files: YAML streams of objects, as ``kubectl get -o yaml`` prints.
 
 Parsing is the project's one reader of untrusted files
-(:mod:`placewise.adapters.documents`: encodings, depth and alias limits,
+(:mod:`placewise.adapters.io.documents`: encodings, depth and alias limits,
 ``List``/``<Kind>List`` unwrapping with the list's kind inferred for its
 items), typed so that numbers stay numbers when objects are served as JSON.
 This module adds only what the emulator needs: every object has an
@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from placewise.adapters.documents import documents, objects, read_text
+from placewise.adapters.io.documents import documents, objects, read_text
 from placewise.models.errors import InstanceError, Location, Problem
 
 JSON = dict[str, Any]

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from placewise.adapters.documents import load_one
 from placewise.adapters.generate._units import (
     CPU,
     GPU,
@@ -25,6 +24,7 @@ from placewise.adapters.generate._units import (
     parse_quantity,
     parse_time,
 )
+from placewise.adapters.io.documents import load_one
 from placewise.models.errors import InstanceError, describe
 
 Level = Literal["block", "rack", "hostname"]

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from placewise.adapters.loader import kueue_fair_sharing
+from placewise.adapters.io.loader import kueue_fair_sharing
 from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.actuator import Actuator
 from placewise.adapters.serve.binder import Binder

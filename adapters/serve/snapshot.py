@@ -1,7 +1,7 @@
 """The cache as a :class:`~placewise.models.snapshot.Snapshot`: the solver's model.
 
 Every object goes through the same decoders as instance files
-(:func:`placewise.adapters.loader.decode_objects`), cached per resourceVersion so a
+(:func:`placewise.adapters.io.loader.decode_objects`), cached per resourceVersion so a
 re-solve only pays for what changed.  Gangs found in pods become Kueue-shaped
 Workload objects first and are decoded like any other, so the solver cannot
 tell them from Kueue's own:
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.io.loader import RawObject, decode_objects
 from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve import synth
 from placewise.adapters.serve.config import (

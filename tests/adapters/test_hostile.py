@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placewise.adapters import yaml_fast
-from placewise.adapters.cli import main
-from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.adapters.io import yaml_fast
+from placewise.adapters.io.loader import load_snapshot, snapshot_from_text
+from placewise.cli import main
 from placewise.models.errors import InstanceError, Location, describe
 from placewise.models.plan import plan_from_dict
 from placewise.models.validate import validate

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placewise.adapters.cli import main
-from placewise.adapters.loader import load_snapshot
-from placewise.benchmarks.harness import metrics
+from placewise.adapters.io.loader import load_snapshot
+from placewise.cli import main
+from placewise.solver import metrics
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.greedy import solve_greedy
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.cli import main
-from placewise.adapters.serve.cli import read_kueue_config
+from placewise.adapters.cli.serve import read_kueue_config
+from placewise.cli import main
 from tests.adapters.serve.conftest import GPU, Harness, node, wait_for
 from tests.adapters.serve.test_kueue_mode import KUEUE, get_workload, workload
 

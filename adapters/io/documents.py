@@ -6,7 +6,7 @@ reading them ends in plain data or in located problems, never in a
 traceback, a hang or a blow-up: text that is not UTF-8 (or UTF-16 with a
 byte-order mark, what PowerShell's ``>`` writes), JSON or YAML syntax,
 nesting deeper than :data:`MAX_DEPTH`, runaway aliases (both bounded in
-:mod:`placewise.adapters.yaml_fast`), numbers Python refuses to convert.
+:mod:`placewise.adapters.io.yaml_fast`), numbers Python refuses to convert.
 ``kind: List`` and ``<Kind>List`` wrappers are unwrapped here too, with the
 items of a ``<Kind>List`` taking the list's kind and apiVersion when they
 carry none (``kubectl get --raw`` output, formats.md §1).
@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from placewise.adapters import yaml_fast
-from placewise.adapters.yaml_fast import MAX_DEPTH
+from placewise.adapters.io import yaml_fast
+from placewise.adapters.io.yaml_fast import MAX_DEPTH
 from placewise.models.errors import InstanceError, Location, Problem, describe
 
 __all__ = ["MAX_DEPTH", "documents", "load_one", "objects", "parse_json", "read_text"]

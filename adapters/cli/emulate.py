@@ -13,12 +13,13 @@ import sys
 import threading
 from types import FrameType
 
+from placewise.adapters.cli.common import Subparsers
 from placewise.adapters.emulator.emulator import Emulator
 from placewise.adapters.emulator.instances import InstanceError, load_instance_files
 from placewise.adapters.emulator.kueue_standin import KueueControllers
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: Subparsers) -> None:
     """Add ``emulate`` to a parser's subcommands."""
     p = subparsers.add_parser(
         "emulate",

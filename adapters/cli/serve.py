@@ -24,9 +24,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from placewise.adapters.commands.common import positive_float
-from placewise.adapters.documents import read_text
-from placewise.adapters.loader import kueue_fair_sharing
+from placewise.adapters.cli.common import Subparsers, positive_float
+from placewise.adapters.io.documents import read_text
+from placewise.adapters.io.loader import kueue_fair_sharing
 from placewise.adapters.serve.app import Sidecar
 from placewise.adapters.serve.config import MODES, ServeConfig
 from placewise.adapters.serve.kube import Kube
@@ -51,8 +51,8 @@ def listen_address(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", number
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def register(subparsers: Subparsers) -> None:
+    p = subparsers.add_parser(
         "serve",
         help="run beside kube-scheduler: watch, re-solve, bind gangs whole",
         description=(
@@ -321,7 +321,7 @@ def demo_objects(paths: list[str] | None, mode: str, gate: str) -> list[JSON]:
     if paths:
         objects = load_instance_files(paths)
     else:
-        folder = resources.files("adapters") / "data"
+        folder = resources.files("placewise.adapters") / "data"
         with tempfile.TemporaryDirectory() as tmp:
             files = []
             for item in sorted(folder.iterdir(), key=lambda x: x.name):

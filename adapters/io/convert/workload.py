@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from placewise.adapters.convert.context import EPOCH, Ctx
-from placewise.adapters.convert.core import (
+from placewise.adapters.io.convert.context import EPOCH, Ctx
+from placewise.adapters.io.convert.core import (
     effective_requests,
     placement,
     string_map,
     texts,
 )
-from placewise.adapters.convert.core import is_true as condition_true
-from placewise.adapters.documents import parse_json
+from placewise.adapters.io.convert.core import is_true as condition_true
+from placewise.adapters.io.documents import parse_json
 from placewise.models.errors import describe
 from placewise.models.workload import (
     Admission,

@@ -2,7 +2,7 @@
 
 Reads YAML streams (multi-document or ``kind: List``) and JSON, with
 libyaml's C loader, decodes every recognised kind through
-:mod:`placewise.adapters.convert`, and reports all problems with their location.
+:mod:`placewise.adapters.io.convert`, and reports all problems with their location.
 Several files merge into one snapshot.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from placewise.adapters.convert.context import Ctx
-from placewise.adapters.convert.core import decode_namespace, decode_node, decode_pod
-from placewise.adapters.convert.kueue import (
+from placewise.adapters.io.convert.context import Ctx
+from placewise.adapters.io.convert.core import decode_namespace, decode_node, decode_pod
+from placewise.adapters.io.convert.kueue import (
     decode_cluster_queue,
     decode_cohort,
     decode_configuration,
@@ -25,8 +25,8 @@ from placewise.adapters.convert.kueue import (
     decode_priority_class,
     decode_topology,
 )
-from placewise.adapters.convert.workload import decode_workload
-from placewise.adapters.documents import documents, objects, read_text
+from placewise.adapters.io.convert.workload import decode_workload
+from placewise.adapters.io.documents import documents, objects, read_text
 from placewise.models.cluster import FairSharing
 from placewise.models.errors import InstanceError, Location, Problem, describe
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
