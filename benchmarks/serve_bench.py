@@ -39,6 +39,7 @@ from kubernetes import client
 
 from placewise.adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin, fit
 from placewise.adapters.emulator import extender as emulator_extender
+from placewise.models.cluster import HOSTNAME_LABEL
 
 JSON = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -59,7 +60,7 @@ def nodes(blocks: int, racks: int, hosts: int) -> list[JSON]:
                         "metadata": {
                             "name": name,
                             "labels": {
-                                "kubernetes.io/hostname": name,
+                                HOSTNAME_LABEL: name,
                                 BLOCK: f"b{b}",
                                 RACK: f"b{b}-r{r}",
                             },

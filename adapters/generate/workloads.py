@@ -17,9 +17,7 @@ import numpy as np
 from placewise.adapters.generate._units import (
     CPU,
     GPU,
-    HOSTNAME_LABEL,
     MEMORY,
-    PODS,
     format_quantity,
     parse_quantity,
     timestamp,
@@ -33,6 +31,7 @@ from placewise.adapters.generate.config import (
 )
 from placewise.adapters.generate.placement import Capacity
 from placewise.adapters.generate.quota import WPC_SOURCE, QuotaTree, Team
+from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, PODS
 
 CLASS_LABEL = "placewise.io/class"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -168,7 +167,7 @@ def _workload(
     if draw.priority_class is not None:
         if config.api_version == "v1beta2":
             spec["priorityClassRef"] = {
-                "group": "kueue.x-k8s.io",
+                "group": KUEUE_GROUP,
                 "kind": "WorkloadPriorityClass",
                 "name": draw.priority_class,
             }

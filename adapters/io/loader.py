@@ -27,20 +27,19 @@ from placewise.adapters.io.convert.kueue import (
 )
 from placewise.adapters.io.convert.workload import decode_workload
 from placewise.adapters.io.documents import documents, objects, read_text
-from placewise.models.cluster import FairSharing
+from placewise.models.cluster import KUEUE_GROUP, FairSharing
 from placewise.models.errors import InstanceError, Location, Problem, describe
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 
-KUEUE = "kueue.x-k8s.io"
 KUEUE_CONFIG = "config.kueue.x-k8s.io"
 SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
-    (KUEUE, "ResourceFlavor"): ("v1beta1", "v1beta2"),
-    (KUEUE, "ClusterQueue"): ("v1beta1", "v1beta2"),
-    (KUEUE, "LocalQueue"): ("v1beta1", "v1beta2"),
-    (KUEUE, "Workload"): ("v1beta1", "v1beta2"),
-    (KUEUE, "WorkloadPriorityClass"): ("v1beta1", "v1beta2"),
-    (KUEUE, "Topology"): ("v1alpha1", "v1beta1", "v1beta2"),
-    (KUEUE, "Cohort"): ("v1alpha1", "v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "ResourceFlavor"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "ClusterQueue"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "LocalQueue"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "Workload"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "WorkloadPriorityClass"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "Topology"): ("v1alpha1", "v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "Cohort"): ("v1alpha1", "v1beta1", "v1beta2"),
     ("", "Node"): ("v1",),
     ("", "Pod"): ("v1",),
     ("", "Namespace"): ("v1",),

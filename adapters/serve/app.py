@@ -42,10 +42,10 @@ from placewise.adapters.serve.server import (
 )
 from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
 from placewise.adapters.serve.solveloop import PlanState, SolveLoop
+from placewise.models.cluster import KUEUE_GROUP
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve")
-KUEUE = "kueue.x-k8s.io"
 _KUEUE_KINDS = (
     ("ResourceFlavor", "resourceflavors", False),
     ("ClusterQueue", "clusterqueues", False),
@@ -94,9 +94,9 @@ def discover(kube: Kube) -> dict[str, Resource]:
             "PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False
         )
     for kind, plural, namespaced in _KUEUE_KINDS:
-        version = pick(KUEUE, plural, ("v1beta2", "v1beta1", "v1alpha1"))
+        version = pick(KUEUE_GROUP, plural, ("v1beta2", "v1beta1", "v1alpha1"))
         if version:
-            out[kind] = Resource(kind, KUEUE, version, plural, namespaced)
+            out[kind] = Resource(kind, KUEUE_GROUP, version, plural, namespaced)
     if pick("scheduling.x-k8s.io", "podgroups", ("v1alpha1",)):
         out["CoschedulingPodGroup"] = Resource(
             "PodGroup",
