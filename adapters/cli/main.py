@@ -91,6 +91,7 @@ def _configure_logging(level: int) -> None:
         return
     handler = LogHandler()
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setLevel(level)  # the status line may lower a logger's level
     root.addHandler(handler)
     root.setLevel(level)
 

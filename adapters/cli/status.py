@@ -49,8 +49,9 @@ class StatusLine:
         elapsed = time.monotonic() - self.start
         spin = SPINNER[self._ticks % len(SPINNER)]
         detail = f": {self.latest}" if self.latest else ""
-        line = f"{spin} {self.message}{detail} ({elapsed:.0f}s)"
-        # A wrapped line cannot be erased with a carriage return.
+        line = f"{spin} {self.message} ({elapsed:.0f}s){detail}"
+        # A wrapped line cannot be erased with a carriage return; the end
+        # (the message) goes first, the elapsed time stays.
         width = max(shutil.get_terminal_size((80, 24)).columns - 1, 20)
         return line if len(line) <= width else line[: width - 3] + "..."
 

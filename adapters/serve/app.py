@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from placewise.adapters.io.loader import kueue_fair_sharing
+from placewise.adapters.io.loader import KUEUE_CONFIG_MAP, kueue_fair_sharing
 from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.actuator import Actuator
 from placewise.adapters.serve.binder import Binder
@@ -55,8 +55,6 @@ _KUEUE_KINDS = (
     ("WorkloadPriorityClass", "workloadpriorityclasses", False),
     ("Topology", "topologies", False),
 )
-KUEUE_CONFIG_MAP = ("kueue-system", "kueue-manager-config")
-"""Where Kueue's manager reads its Configuration (Kueue's default install)."""
 
 
 def _text(check: tuple[bool, str]) -> Reply:
