@@ -65,3 +65,20 @@ def test_make_demo_installs_without_dev_extras(tmp_path: Path) -> None:
     assert "[dev]" not in demo
     assert "placewise solve instances/demo/*.yaml --compare greedy" in demo
     assert "pip install --quiet -e '.[dev]'" in _dry_run("test", tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_ci_lints_with_the_import_contracts_before_testing(tmp_path: Path) -> None:
+    """CI runs ``make lint`` (ruff, ruff format, mypy, lint-imports), then tests."""
+    lint = _dry_run("lint", tmp_path)
+    for tool in ("ruff check .", "ruff format --check .", "mypy -p placewise"):
+        assert tool in lint
+    assert lint.rstrip().endswith("lint-imports")
+    run = (ROOT / ".ci" / "run").read_text()
+    assert run.index("make lint") < run.index("make test")
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+        "importlinter"
+    ]["contracts"]
+    assert contracts[0]["layers"][-4:] == [
+        f"placewise.{layer}" for layer in ("benchmarks", "adapters", "solver", "models")
+    ]
