@@ -138,14 +138,28 @@ def _shown(value: Any) -> str:
 
 def read_objects(
     paths: Iterable[str | Path], typed: bool = False
-) -> tuple[list[RawObject], list[Problem], list[str], int]:
+) -> tuple[list[RawObject], list[Problem], list[Problem]]:
     """Every Kubernetes object in the files, with ``List`` wrappers unwrapped.
 
-    Returns (objects, problems, the files without a single document, the
-    number of files read).
-    ``typed``: YAML numbers are numbers (objects to serve as JSON), not
-    strings.
+    Returns (objects, problems, warnings).  A file without a single
+    document is almost certainly a failed dump or a wrong path: a warning
+    naming it, or an error when no file holds anything.  ``typed``: YAML
+    numbers are numbers (objects to serve as JSON), not strings.
     """
+    out, problems, empty, read = _read_files(paths, typed)
+    notes = [
+        Problem(Location(file=path), "holds no Kubernetes objects (an empty stream)")
+        for path in empty
+    ]
+    if notes and len(empty) == read:
+        return out, problems + notes, []
+    return out, problems, notes
+
+
+def _read_files(
+    paths: Iterable[str | Path], typed: bool
+) -> tuple[list[RawObject], list[Problem], list[str], int]:
+    """(objects, problems, files without a document, files read)."""
     problems: list[Problem] = []
     out: list[RawObject] = []
     empty: list[str] = []
@@ -169,19 +183,8 @@ def read_objects(
 
 
 def load_snapshot(paths: Iterable[str | Path]) -> Snapshot:
-    """Load instance files; raises :class:`InstanceError` listing every problem.
-
-    A file without a single document is almost certainly a failed dump or
-    a wrong path: a warning naming it, or an error when no file holds
-    anything (rather than an empty plan).
-    """
-    raws, problems, empty, read = read_objects(paths)
-    notes = [
-        Problem(Location(file=path), "holds no Kubernetes objects (an empty stream)")
-        for path in empty
-    ]
-    if notes and len(empty) == read:
-        problems, notes = problems + notes, []
+    """Load instance files; raises :class:`InstanceError` listing every problem."""
+    raws, problems, notes = read_objects(paths)
     objs, warnings = decode_objects(raws, problems)
     if problems:
         raise InstanceError(problems)
@@ -197,7 +200,7 @@ def load_objects(paths: Iterable[str | Path]) -> list[JSON]:
     placewise reads must pass the decoders ``solve`` uses: an emulated
     cluster never serves a Workload with ``count: -3``.
     """
-    raws, problems, _, _ = read_objects(paths, typed=True)  # empty clusters are fine
+    raws, problems, _, _ = _read_files(paths, typed=True)  # empty clusters are fine
     return _servable(raws, problems)
 
 
