@@ -39,6 +39,7 @@ from kubernetes import client
 
 from placewise.adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin, fit
 from placewise.adapters.emulator import extender as emulator_extender
+from placewise.adapters.serve.gangs import POD_GROUP_LABEL
 from placewise.models.cluster import HOSTNAME_LABEL
 
 JSON = dict[str, Any]
@@ -92,7 +93,7 @@ def gangs(count: int, seed: int) -> list[list[JSON]]:
                     "metadata": {
                         "name": f"gang-{g:03d}-{i}",
                         "namespace": "bench",
-                        "labels": {"kueue.x-k8s.io/pod-group-name": f"gang-{g:03d}"},
+                        "labels": {POD_GROUP_LABEL: f"gang-{g:03d}"},
                         "annotations": dict(annotations),
                     },
                     "spec": {

@@ -30,10 +30,9 @@ from placewise.adapters.generate.config import (
 )
 from placewise.adapters.generate.placement import Capacity
 from placewise.adapters.generate.quota import WPC_SOURCE, QuotaTree, Team
-from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, PODS
+from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, PODS, QUEUE_NAME_LABEL
 
 CLASS_LABEL = "placewise.io/class"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MAX_FAILURES = 60
 """Consecutive misses after which the cluster (or quota) counts as full."""
 ANNOTATION = {
@@ -181,7 +180,7 @@ def _workload(
             "name": name,
             "namespace": namespace,
             "creationTimestamp": created,
-            "labels": {QUEUE_LABEL: team.local_queue, CLASS_LABEL: draw.cls.name},
+            "labels": {QUEUE_NAME_LABEL: team.local_queue, CLASS_LABEL: draw.cls.name},
         },
         "spec": spec,
     }
