@@ -27,10 +27,12 @@ demo: $(STAMP)
 test: $(DEV_STAMP)
 	$(BIN)/python -m pytest tests
 
+# Style, types, and the import contracts of pyproject.toml (the layering).
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p placewise
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -31,7 +31,7 @@ from placewise.adapters.generate import family, generate, write
 
 CHILD = """
 import json, resource, sys, time
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.models.validate import validate
 from placewise.solver.bound import gpus_after
 from placewise.solver.policy import Policy, tier_figures
@@ -54,7 +54,7 @@ print(json.dumps({
 
 BOUND = """
 import json, sys
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.solver.bound import lp_bound
 print(json.dumps({"bound": lp_bound(load_snapshot([sys.argv[1]])).value}))
 """

@@ -23,7 +23,7 @@ from placewise.adapters.generate import family, generate, write
 
 CHILD = """
 import json, resource, sys, time
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.models.validate import validate
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 snap = load_snapshot([sys.argv[1]])

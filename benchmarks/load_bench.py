@@ -24,7 +24,7 @@ from placewise.adapters.generate import family, generate, write
 CHILD = """
 import json, resource, sys, time
 t = time.perf_counter()
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 snap = load_snapshot([sys.argv[1]])
 wall = time.perf_counter() - t
 print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(

@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from placewise.adapters.generate.multicluster import REGIONS, multi_cluster
-from placewise.adapters.loader import RawObject
+from placewise.adapters.io.loader import RawObject
 from placewise.adapters.multicluster import (
     Federation,
     federation_from_raws,

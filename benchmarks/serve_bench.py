@@ -39,6 +39,8 @@ from kubernetes import client
 
 from placewise.adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin, fit
 from placewise.adapters.emulator import extender as emulator_extender
+from placewise.adapters.serve.gangs import POD_GROUP_LABEL
+from placewise.models.cluster import HOSTNAME_LABEL
 
 JSON = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -59,7 +61,7 @@ def nodes(blocks: int, racks: int, hosts: int) -> list[JSON]:
                         "metadata": {
                             "name": name,
                             "labels": {
-                                "kubernetes.io/hostname": name,
+                                HOSTNAME_LABEL: name,
                                 BLOCK: f"b{b}",
                                 RACK: f"b{b}-r{r}",
                             },
@@ -91,7 +93,7 @@ def gangs(count: int, seed: int) -> list[list[JSON]]:
                     "metadata": {
                         "name": f"gang-{g:03d}-{i}",
                         "namespace": "bench",
-                        "labels": {"kueue.x-k8s.io/pod-group-name": f"gang-{g:03d}"},
+                        "labels": {POD_GROUP_LABEL: f"gang-{g:03d}"},
                         "annotations": dict(annotations),
                     },
                     "spec": {
@@ -170,7 +172,7 @@ def start_sidecar(args: argparse.Namespace, kubeconfig: str) -> tuple[Any, str, 
     cmd = [
         sys.executable,
         "-m",
-        "placewise.adapters.cli",
+        "placewise",
         "serve",
         "--kubeconfig",
         kubeconfig,

@@ -19,6 +19,8 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 PODS = "pods"
 """The pod-count resource a ClusterQueue may cover (one unit per pod)."""
 KUEUE_GROUP = "kueue.x-k8s.io"
+QUEUE_NAME_LABEL = f"{KUEUE_GROUP}/queue-name"
+"""The label naming the LocalQueue of a Workload or of a Kueue-managed pod."""
 
 
 class ResourceFlavor(Frozen):

@@ -157,31 +157,28 @@ class Snapshot:
     # -- queues ------------------------------------------------------------
 
     def _inactive_queues(self) -> dict[str, str]:
+        """Queue -> why it is inactive.  The reason names the queue (it is a
+        workload's pending reason); the warning, located at the queue, does not
+        say its name twice."""
         out: dict[str, str] = {}
         for name, cq in sorted(self.cluster_queues.items()):
-            reason = None
+            why = None
             missing = sorted({f for f in cq.flavor_names if f not in self.flavors})
             if cq.stop_policy not in ("", "None"):
-                reason = f"ClusterQueue {name} is stopped ({cq.stop_policy})"
+                why = f"stopped ({cq.stop_policy})"
             elif missing:
-                reason = (
-                    f"ClusterQueue {name} is inactive: flavor "
-                    f"{', '.join(missing)} not found"
-                )
+                why = f"inactive: flavor {', '.join(missing)} not found"
             else:
                 for f in cq.flavor_names:
                     topo = self.flavors[f].topology_name
                     if topo is not None and topo not in self.topologies:
-                        reason = (
-                            f"ClusterQueue {name} is inactive: flavor {f} names "
-                            f"missing Topology {topo}"
-                        )
+                        why = f"inactive: flavor {f} names missing Topology {topo}"
                         break
-            if reason is None and cq.cohort in self.cohort_in_cycle:
-                reason = f"ClusterQueue {name} is inactive: its cohort tree has a cycle"
-            if reason is not None:
-                out[name] = reason
-                self._warn("ClusterQueue", name, reason)
+            if why is None and cq.cohort in self.cohort_in_cycle:
+                why = "inactive: its cohort tree has a cycle"
+            if why is not None:
+                out[name] = f"ClusterQueue {name} is {why}"
+                self._warn("ClusterQueue", name, why)
         return out
 
     def is_active(self, cq_name: str) -> bool:

@@ -1,5 +1,5 @@
 """``python -m placewise``: the same command line as the ``placewise`` script."""
 
-from placewise.adapters.cli import main
+from placewise.cli import main
 
 raise SystemExit(main())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from placewise.adapters.loader import snapshot_from_text
+from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.snapshot import Snapshot
 
 NS = """apiVersion: v1

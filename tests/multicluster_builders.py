@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from placewise.adapters.loader import RawObject
+from placewise.adapters.io.loader import RawObject
 from placewise.adapters.multicluster import ClusterCosts, Federation
 from placewise.adapters.multicluster.combine import federation_from_raws
 

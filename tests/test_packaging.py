@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
+import zipfile
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -65,3 +67,47 @@ def test_make_demo_installs_without_dev_extras(tmp_path: Path) -> None:
     assert "[dev]" not in demo
     assert "placewise solve instances/demo/*.yaml --compare greedy" in demo
     assert "pip install --quiet -e '.[dev]'" in _dry_run("test", tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_ci_lints_with_the_import_contracts_before_testing(tmp_path: Path) -> None:
+    """CI runs ``make lint`` (ruff, ruff format, mypy, lint-imports), then tests."""
+    lint = _dry_run("lint", tmp_path)
+    for tool in ("ruff check .", "ruff format --check .", "mypy -p placewise"):
+        assert tool in lint
+    assert lint.rstrip().endswith("lint-imports")
+    run = (ROOT / ".ci" / "run").read_text()
+    assert run.index("make lint") < run.index("make test")
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+        "importlinter"
+    ]["contracts"]
+    assert contracts[0]["layers"][-4:] == [
+        f"placewise.{layer}" for layer in ("benchmarks", "adapters", "solver", "models")
+    ]
+
+
+def test_the_wheel_holds_one_top_level_package(tmp_path: Path) -> None:
+    """``pip install .`` installs ``placewise`` alone (no ``models`` or
+    ``adapters`` beside it), with its data files and the console script."""
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q"]
+    subprocess.run(
+        [*pip, "-w", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("placewise-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {
+        "placewise",
+        wheel.name[:-4].split("-py")[0] + ".dist-info",
+    }
+    for data in (
+        "adapters/data/serve-demo-cluster.yaml",
+        "benchmarks/configs/default.yaml",
+    ):
+        assert f"placewise/{data}" in names
+    (entry,) = [n for n in names if n.endswith("entry_points.txt")]
+    assert (
+        "placewise = placewise.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    )

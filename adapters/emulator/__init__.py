@@ -9,11 +9,6 @@ CRD-style Kueue and gang kinds, Leases, and injectable faults.
 from placewise.adapters.emulator.emulator import Emulator
 from placewise.adapters.emulator.extender import ExtenderConfig
 from placewise.adapters.emulator.faults import Faults
-from placewise.adapters.emulator.instances import (
-    InstanceError,
-    load_instance_files,
-    read_objects,
-)
 from placewise.adapters.emulator.kueue_standin import KueueControllers
 from placewise.adapters.emulator.scheduler_standin import Outcome, SchedulerStandin
 
@@ -21,10 +16,7 @@ __all__ = [
     "Emulator",
     "ExtenderConfig",
     "Faults",
-    "InstanceError",
     "KueueControllers",
     "Outcome",
     "SchedulerStandin",
-    "load_instance_files",
-    "read_objects",
 ]

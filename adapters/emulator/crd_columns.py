@@ -23,7 +23,8 @@ from placewise.adapters.emulator.printers import (
     parse_time,
     since,
 )
-from placewise.adapters.emulator.resources import KUEUE, ResourceType
+from placewise.adapters.emulator.resources import ResourceType
+from placewise.models.cluster import KUEUE_GROUP
 
 JSON = dict[str, Any]
 
@@ -93,21 +94,21 @@ _MULTIKUEUE_CLUSTER: tuple[CrdColumn, ...] = (
 
 # (group, version, kind) -> columns; checked against the upstream CRD manifests.
 CRD_COLUMNS: dict[tuple[str, str, str], tuple[CrdColumn, ...]] = {
-    (KUEUE, "v1beta2", "Workload"): _WORKLOAD,
-    (KUEUE, "v1beta1", "Workload"): _WORKLOAD,
-    (KUEUE, "v1beta2", "ClusterQueue"): _cluster_queue(".spec.cohortName"),
-    (KUEUE, "v1beta1", "ClusterQueue"): _cluster_queue(".spec.cohort"),
-    (KUEUE, "v1beta2", "LocalQueue"): _LOCAL_QUEUE,
-    (KUEUE, "v1beta1", "LocalQueue"): _LOCAL_QUEUE,
-    (KUEUE, "v1beta2", "WorkloadPriorityClass"): (
+    (KUEUE_GROUP, "v1beta2", "Workload"): _WORKLOAD,
+    (KUEUE_GROUP, "v1beta1", "Workload"): _WORKLOAD,
+    (KUEUE_GROUP, "v1beta2", "ClusterQueue"): _cluster_queue(".spec.cohortName"),
+    (KUEUE_GROUP, "v1beta1", "ClusterQueue"): _cluster_queue(".spec.cohort"),
+    (KUEUE_GROUP, "v1beta2", "LocalQueue"): _LOCAL_QUEUE,
+    (KUEUE_GROUP, "v1beta1", "LocalQueue"): _LOCAL_QUEUE,
+    (KUEUE_GROUP, "v1beta2", "WorkloadPriorityClass"): (
         ("Value", "integer", ".value", "Value of workloadPriorityClass's Priority", 0),
     ),
-    (KUEUE, "v1beta1", "WorkloadPriorityClass"): (
+    (KUEUE_GROUP, "v1beta1", "WorkloadPriorityClass"): (
         ("Value", "integer", ".value", "Value of workloadPriorityClass's Priority", 0),
     ),
     ("scheduling.x-k8s.io", "v1alpha1", "PodGroup"): _COSCHEDULING_POD_GROUP,
-    (KUEUE, "v1beta2", "MultiKueueCluster"): _MULTIKUEUE_CLUSTER,
-    (KUEUE, "v1beta1", "MultiKueueCluster"): _MULTIKUEUE_CLUSTER,
+    (KUEUE_GROUP, "v1beta2", "MultiKueueCluster"): _MULTIKUEUE_CLUSTER,
+    (KUEUE_GROUP, "v1beta1", "MultiKueueCluster"): _MULTIKUEUE_CLUSTER,
 }
 DEFAULT_CRD_COLUMNS: tuple[CrdColumn, ...] = (
     ("Age", "date", ".metadata.creationTimestamp", AGE_DOC, 0),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placewise.adapters.emulator.quantity import pod_requests, resource_units
+from placewise.models.cluster import PODS
 
 JSON = dict[str, Any]
 
@@ -131,7 +132,7 @@ def cluster_state(nodes: list[JSON], pods: list[JSON]) -> dict[str, NodeState]:
 
 def resource_reasons(pod: JSON, state: NodeState) -> list[str]:
     alloc, reasons = state.allocatable, []
-    if "pods" in alloc and len(state.pods) + 1 > alloc["pods"]:
+    if PODS in alloc and len(state.pods) + 1 > alloc[PODS]:
         reasons.append("Too many pods")
     for name, want in sorted(pod_requests(pod).items()):
         if want > 0 and alloc.get(name, 0) - state.used.get(name, 0) < want:

@@ -40,9 +40,10 @@ from placewise.adapters.emulator.controllers import set_condition
 from placewise.adapters.emulator.errors import ApiError
 from placewise.adapters.emulator.store import Store
 from placewise.adapters.emulator.strategies import rfc3339
+from placewise.models.cluster import KUEUE_GROUP
 
 JSON = dict[str, Any]
-WORKLOADS = ("kueue.x-k8s.io", "workloads")
+WORKLOADS = (KUEUE_GROUP, "workloads")
 REQUEUED_ON = ("Preempted", "NodeFailures")
 """Eviction reasons after which Kueue sets Requeued=True."""
 

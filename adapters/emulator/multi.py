@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from placewise.adapters.emulator.emulator import Emulator
-from placewise.adapters.emulator.instances import load_instance_files
 from placewise.adapters.emulator.kubeconfig import write_multi_kubeconfig
 from placewise.adapters.emulator.kueue_standin import KueueControllers
+from placewise.adapters.io.loader import load_objects
 from placewise.models.errors import InstanceError, Location, Problem
 
 JSON = dict[str, Any]
@@ -66,14 +66,14 @@ def load(args: argparse.Namespace) -> dict[str, list[JSON]]:
     problems: list[Problem] = []
     out: dict[str, list[JSON]] = {}
     if args.instances:
-        out[MANAGER] = load_instance_files(args.instances)
+        out[MANAGER] = load_objects(args.instances)
     for w in workers:
         if w.name == MANAGER and args.instances:
             where = Location(field=f"--cluster {w.name}=...")
             problems.append(Problem(where, "'manager' names the --from files"))
             continue
         try:
-            out[w.name] = load_instance_files(w.files)
+            out[w.name] = load_objects(w.files)
         except InstanceError as exc:
             problems += [
                 Problem(p.location, f"cluster {w.name}: {p.message}")

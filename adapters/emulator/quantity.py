@@ -1,7 +1,7 @@
 """Quantities for the emulator: resource lists, pod requests, Go's canonical form.
 
 Parsing and the effective pod request come from the project's own model
-(``placewise.models.quantity``, ``placewise.adapters.convert.core``) so the
+(``placewise.models.quantity``, ``placewise.adapters.io.convert.core``) so the
 scheduler stand-in
 counts exactly what the solver counts; only the canonical string form that
 ``resource.Quantity`` marshals to lives here.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from placewise.adapters.convert.context import Ctx
-from placewise.adapters.convert.core import effective_requests
+from placewise.adapters.io.convert.context import Ctx
+from placewise.adapters.io.convert.core import effective_requests
 from placewise.models.quantity import parse_fraction, to_units
 
 

@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from placewise.models.cluster import KUEUE_GROUP
+
 JSON = dict[str, Any]
 
 # Field selectors real storage strategies accept beyond metadata.name/namespace.
@@ -176,7 +178,6 @@ def _builtin(
     ]
 
 
-KUEUE = "kueue.x-k8s.io"
 _KUEUE_V = ("v1beta2", "v1beta1")
 _WORKLOAD_API_V = ("v1alpha2", "v1alpha3", "v1beta1")
 
@@ -318,7 +319,7 @@ def builtin_table() -> list[ResourceType]:
     rows += _builtin("batch", ("v1",), "jobs", "Job", True)
     rows += _builtin("batch", ("v1",), "cronjobs", "CronJob", True, short=("cj",))
     rows += _crd(
-        KUEUE,
+        KUEUE_GROUP,
         _KUEUE_V,
         "resourceflavors",
         "ResourceFlavor",
@@ -326,12 +327,14 @@ def builtin_table() -> list[ResourceType]:
         status=False,
         short=("rf", "flavor", "flavors"),
     )
-    rows += _crd(KUEUE, _KUEUE_V, "clusterqueues", "ClusterQueue", False, short=("cq",))
     rows += _crd(
-        KUEUE, (*_KUEUE_V, "v1alpha1"), "cohorts", "Cohort", False, short=("co",)
+        KUEUE_GROUP, _KUEUE_V, "clusterqueues", "ClusterQueue", False, short=("cq",)
     )
     rows += _crd(
-        KUEUE,
+        KUEUE_GROUP, (*_KUEUE_V, "v1alpha1"), "cohorts", "Cohort", False, short=("co",)
+    )
+    rows += _crd(
+        KUEUE_GROUP,
         _KUEUE_V,
         "localqueues",
         "LocalQueue",
@@ -339,7 +342,7 @@ def builtin_table() -> list[ResourceType]:
         short=("queue", "queues", "lq"),
     )
     rows += _crd(
-        KUEUE,
+        KUEUE_GROUP,
         _KUEUE_V,
         "workloads",
         "Workload",
@@ -347,7 +350,7 @@ def builtin_table() -> list[ResourceType]:
         short=("kwl", "kueueworkload", "kueueworkloads"),
     )
     rows += _crd(
-        KUEUE,
+        KUEUE_GROUP,
         _KUEUE_V,
         "workloadpriorityclasses",
         "WorkloadPriorityClass",
@@ -356,7 +359,7 @@ def builtin_table() -> list[ResourceType]:
         short=("wpc",),
     )
     rows += _crd(
-        KUEUE,
+        KUEUE_GROUP,
         (*_KUEUE_V, "v1alpha1"),
         "topologies",
         "Topology",
@@ -365,10 +368,10 @@ def builtin_table() -> list[ResourceType]:
         short=("topo",),
     )
     rows += _crd(
-        KUEUE, _KUEUE_V, "admissionchecks", "AdmissionCheck", False, short=("ac",)
+        KUEUE_GROUP, _KUEUE_V, "admissionchecks", "AdmissionCheck", False, short=("ac",)
     )
     rows += _crd(
-        KUEUE,
+        KUEUE_GROUP,
         _KUEUE_V,
         "multikueueclusters",
         "MultiKueueCluster",
@@ -376,7 +379,7 @@ def builtin_table() -> list[ResourceType]:
         short=("mkc",),
     )
     rows += _crd(
-        KUEUE,
+        KUEUE_GROUP,
         _KUEUE_V,
         "multikueueconfigs",
         "MultiKueueConfig",

@@ -8,15 +8,13 @@ Public API::
     objects = generate(config, seed=1)            # list of Kubernetes objects (dicts)
     write(objects, "instance.yaml")               # or fmt="json" for a kubectl List
 
-``register(subparsers)`` / ``run(args)`` plug the ``generate`` subcommand into
-the ``placewise`` CLI.  The package is pure Python + numpy (and PyYAML for
-writing); it imports nothing from the solver.
+The ``generate`` subcommand is :mod:`placewise.adapters.cli.generate`.  The
+package is pure Python + numpy (and PyYAML for writing); it imports nothing
+from the solver.
 """
 
 from __future__ import annotations
 
-from placewise.adapters.generate.cli import register as register
-from placewise.adapters.generate.cli import run as run
 from placewise.adapters.generate.config import ConfigError as ConfigError
 from placewise.adapters.generate.config import GeneratorConfig as GeneratorConfig
 from placewise.adapters.generate.config import NodeType as NodeType
@@ -43,8 +41,6 @@ __all__ = [
     "dumps",
     "family",
     "generate",
-    "register",
-    "run",
     "summary",
     "write",
 ]

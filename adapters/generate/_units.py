@@ -15,14 +15,13 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
+from placewise.models.cluster import PODS
+
 CPU = "cpu"
 MEMORY = "memory"
 GPU = "nvidia.com/gpu"
-PODS = "pods"
 RESOURCES: tuple[str, ...] = (CPU, MEMORY, GPU, PODS)
 """Resource order of every capacity vector in the generator."""
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 _QUANTITY = re.compile(
     r"^(?P<num>\d+(?:\.\d*)?|\.\d+)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"

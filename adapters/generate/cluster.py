@@ -17,9 +17,7 @@ import numpy.typing as npt
 from placewise.adapters.generate._units import (
     CPU,
     GPU,
-    HOSTNAME_LABEL,
     MEMORY,
-    PODS,
     RESOURCES,
     format_kibibytes,
     format_quantity,
@@ -28,6 +26,7 @@ from placewise.adapters.generate._units import (
     timestamp,
 )
 from placewise.adapters.generate.config import GeneratorConfig, NodeType
+from placewise.models.cluster import HOSTNAME_LABEL, PODS
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

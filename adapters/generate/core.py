@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from placewise.adapters.generate import cluster, quota, workloads
+from placewise.adapters.generate import cluster, pods, quota, workloads
 from placewise.adapters.generate._units import make_uid, parse_time, timestamp
 from placewise.adapters.generate.config import GeneratorConfig
 from placewise.adapters.generate.placement import Capacity
@@ -54,7 +54,7 @@ def generate(config: GeneratorConfig, seed: int) -> list[dict[str, Any]]:
 
     # Phase 3-4: running work, big gangs first so they find whole racks.
     running_wl, wl_pods = workloads.running_workloads(state, wl_rng)
-    plain_pods = workloads.running_pods(state, pod_rng)
+    plain_pods = pods.running_pods(state, pod_rng)
 
     # Phase 5: pending work.
     pending = workloads.pending_workloads(config, teams, snapshot, pending_rng)

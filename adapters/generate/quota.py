@@ -18,12 +18,12 @@ from placewise.adapters.generate._units import (
     CPU,
     GPU,
     MEMORY,
-    PODS,
     format_quantity,
     parse_quantity,
 )
 from placewise.adapters.generate.cluster import Layout
 from placewise.adapters.generate.config import GeneratorConfig
+from placewise.models.cluster import PODS
 
 TEAM_LABEL = "placewise.io/team"
 FAMILY_LABEL = "placewise.io/family"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.io.loader import RawObject, decode_objects
 from placewise.adapters.multicluster.manager import (
     ManagerFacts,
     multikueue_check,

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from placewise.adapters.loader import RawObject, read_objects
+from placewise.adapters.io.loader import RawObject, read_objects
 from placewise.adapters.multicluster.combine import (
     PREFERENCE_COST,
     ClusterCosts,

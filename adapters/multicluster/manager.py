@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from placewise.adapters.convert.context import Ctx
-from placewise.adapters.convert.core import is_true, texts
-from placewise.adapters.loader import RawObject
+from placewise.adapters.io.convert.context import Ctx
+from placewise.adapters.io.convert.core import is_true, texts
+from placewise.adapters.io.loader import RawObject
 from placewise.models.errors import Problem, describe
 from placewise.models.multicluster import DEFAULT_STEP, MULTIKUEUE_CONTROLLER
 

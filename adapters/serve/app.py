@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from placewise.adapters.loader import kueue_fair_sharing
+from placewise.adapters.io.loader import KUEUE_CONFIG_MAP, kueue_fair_sharing
 from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.actuator import Actuator
 from placewise.adapters.serve.binder import Binder
@@ -42,10 +42,10 @@ from placewise.adapters.serve.server import (
 )
 from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
 from placewise.adapters.serve.solveloop import PlanState, SolveLoop
+from placewise.models.cluster import KUEUE_GROUP
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve")
-KUEUE = "kueue.x-k8s.io"
 _KUEUE_KINDS = (
     ("ResourceFlavor", "resourceflavors", False),
     ("ClusterQueue", "clusterqueues", False),
@@ -55,8 +55,6 @@ _KUEUE_KINDS = (
     ("WorkloadPriorityClass", "workloadpriorityclasses", False),
     ("Topology", "topologies", False),
 )
-KUEUE_CONFIG_MAP = ("kueue-system", "kueue-manager-config")
-"""Where Kueue's manager reads its Configuration (Kueue's default install)."""
 
 
 def _text(check: tuple[bool, str]) -> Reply:
@@ -94,9 +92,9 @@ def discover(kube: Kube) -> dict[str, Resource]:
             "PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False
         )
     for kind, plural, namespaced in _KUEUE_KINDS:
-        version = pick(KUEUE, plural, ("v1beta2", "v1beta1", "v1alpha1"))
+        version = pick(KUEUE_GROUP, plural, ("v1beta2", "v1beta1", "v1alpha1"))
         if version:
-            out[kind] = Resource(kind, KUEUE, version, plural, namespaced)
+            out[kind] = Resource(kind, KUEUE_GROUP, version, plural, namespaced)
     if pick("scheduling.x-k8s.io", "podgroups", ("v1alpha1",)):
         out["CoschedulingPodGroup"] = Resource(
             "PodGroup",

@@ -26,7 +26,6 @@ from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.config import (
     ASSIGNMENT_ANNOTATION,
     GANG_ANNOTATION,
-    HOSTNAME_LABEL,
     ServeConfig,
 )
 from placewise.adapters.serve.events import Recorder
@@ -43,7 +42,8 @@ from placewise.adapters.serve.placement import (
 from placewise.adapters.serve.preempt import holds_quota
 from placewise.adapters.serve.snapshot import Decoder, GangView, node_of
 from placewise.adapters.serve.solveloop import PlanState
-from placewise.models.cluster import Node
+from placewise.models.cluster import HOSTNAME_LABEL, Node
+from placewise.models.cluster import PODS as POD_COUNT
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.binder")
@@ -106,8 +106,8 @@ class Binder:
     def requests(self, pod: JSON) -> dict[str, int]:
         decoded = self.decoder.decode(pod)
         if decoded is None:
-            return {"pods": 1}
-        return {**decoded[1][1].requests, "pods": 1}
+            return {POD_COUNT: 1}
+        return {**decoded[1][1].requests, POD_COUNT: 1}
 
     def usage(self) -> Usage:
         """Requests of every live pod on (or bound/pinned by us to) each node."""

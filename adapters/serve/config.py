@@ -21,7 +21,6 @@ ASSIGNMENT_ANNOTATION = "placewise.io/assignment"
 It makes a restart mid-bind recoverable: the bound half of a gang carries the
 decision for the unbound half, so no decision is lost with the process.
 """
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def _identity() -> str:

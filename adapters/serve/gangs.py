@@ -20,11 +20,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from placewise.models.cluster import KUEUE_GROUP, QUEUE_NAME_LABEL
+
 JSON = dict[str, Any]
 
-KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
-KUEUE_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
-KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+POD_GROUP_LABEL = f"{KUEUE_GROUP}/pod-group-name"
+POD_GROUP_TOTAL = f"{KUEUE_GROUP}/pod-group-total-count"
 COSCHED_LABEL = "scheduling.x-k8s.io/pod-group"
 _TAS_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-required-topology",
@@ -119,9 +120,9 @@ def _membership(pod: JSON, src: GangSources) -> tuple[str, str, int, str | None]
     """(source, gang name, members required, problem) of one pod."""
     ns, name = str(meta(pod).get("namespace")), str(meta(pod).get("name"))
     spec = pod.get("spec") or {}
-    group = _label_or_annotation(pod, KUEUE_GROUP)
+    group = _label_or_annotation(pod, POD_GROUP_LABEL)
     if group:
-        raw = (meta(pod).get("annotations") or {}).get(KUEUE_TOTAL)
+        raw = (meta(pod).get("annotations") or {}).get(POD_GROUP_TOTAL)
         try:
             total = int(str(raw))
             if total < 1:
@@ -131,7 +132,7 @@ def _membership(pod: JSON, src: GangSources) -> tuple[str, str, int, str | None]
                 "kueue-pod-group",
                 group,
                 1,
-                (f"pod {name}: annotation {KUEUE_TOTAL} must be a positive integer"),
+                f"pod {name}: annotation {POD_GROUP_TOTAL} must be a positive integer",
             )
         return "kueue-pod-group", group, total, None
     pg = (meta(pod).get("labels") or {}).get(COSCHED_LABEL)
@@ -204,7 +205,7 @@ def find_gangs(
         gang.terminating = gang.terminating or deleting
         gang.total = max(gang.total, total)
         gang.problem = gang.problem or problem
-        queue = (meta(pod).get("labels") or {}).get(KUEUE_QUEUE)
+        queue = (meta(pod).get("labels") or {}).get(QUEUE_NAME_LABEL)
         if queue and gang.queue is None:
             gang.queue = str(queue)
     for gang in gangs.values():

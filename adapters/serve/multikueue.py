@@ -36,17 +36,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from placewise.adapters.loader import NAMESPACED, RawObject
+from placewise.adapters.io.loader import NAMESPACED, RawObject
 from placewise.adapters.multicluster import (
     Federation,
     federation_from_raws,
     user_plan,
 )
-from placewise.adapters.serve.app import KUEUE, discover
+from placewise.adapters.serve.app import discover
 from placewise.adapters.serve.informer import Cache, Informer
 from placewise.adapters.serve.kube import ApiError, Kube, Resource
 from placewise.adapters.serve.leader import LeaderElector
 from placewise.adapters.serve.metrics import Metrics
+from placewise.models.cluster import KUEUE_GROUP
 from placewise.models.errors import InstanceError, Location
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.solver.solve import SolveParams, solve
@@ -177,10 +178,10 @@ class Dispatcher:
         served = self.manager.served_versions()
         for kind, plural in MK_KINDS:
             for version in ("v1beta2", "v1beta1"):
-                if version in served.get(KUEUE, []) and plural in (
-                    self.manager.served_plurals(KUEUE, version)
+                if version in served.get(KUEUE_GROUP, []) and plural in (
+                    self.manager.served_plurals(KUEUE_GROUP, version)
                 ):
-                    res[kind] = Resource(kind, KUEUE, version, plural, False)
+                    res[kind] = Resource(kind, KUEUE_GROUP, version, plural, False)
                     break
         self.resources[MANAGER] = {
             k: r for k, r in res.items() if k in MANAGER_KINDS or k in dict(MK_KINDS)

@@ -131,7 +131,7 @@ def config_from(args: argparse.Namespace) -> DispatchConfig:
 def main(args: argparse.Namespace) -> int:
     """Run until SIGINT/SIGTERM; 0 after a clean stop, 2 for bad options."""
     if args.log_format == "json":
-        from placewise.adapters.serve.cli import JsonFormatter
+        from placewise.adapters.cli.serve import JsonFormatter
 
         for log_handler in logging.getLogger().handlers:
             log_handler.setFormatter(JsonFormatter())

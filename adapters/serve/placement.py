@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placewise.adapters.serve import gangs as gangmod
-from placewise.adapters.serve.config import HOSTNAME_LABEL
 from placewise.adapters.serve.snapshot import Built, GangView
-from placewise.models.cluster import Node, ResourceFlavor
+from placewise.models.cluster import HOSTNAME_LABEL, PODS, Node, ResourceFlavor
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.models.scheduling import untolerated
 from placewise.models.workload import PodSet, PodSetAssignment
@@ -54,7 +53,7 @@ def node_usage(built: Built, node_of: Any) -> Usage:
         acc = usage.setdefault(node, {})
         for r, v in pod.requests.items():
             acc[r] = acc.get(r, 0) + v
-        acc["pods"] = acc.get("pods", 0) + 1
+        acc[PODS] = acc.get(PODS, 0) + 1
     return usage
 
 
@@ -97,7 +96,7 @@ class Projector:
                 node = view.nodes.get(name)
                 model = self.built.snapshot.pods.get(f"{view.gang.namespace}/{name}")
                 if node and model is not None and node in self.usage:
-                    add(self.usage[node], {**model.requests, "pods": 1}, -1)
+                    add(self.usage[node], {**model.requests, PODS: 1}, -1)
 
     def project(self) -> dict[str, GangPlan]:
         out: dict[str, GangPlan] = {}
@@ -157,7 +156,7 @@ class Projector:
         """node -> pod count for one pod set, reserving the room it takes."""
         model = self.built.snapshot.workloads.get(view.key)
         ps = model.pod_set(psa.name) if model is not None else None
-        request = {**(dict(ps.requests) if ps else {}), "pods": 1}
+        request = {**(dict(ps.requests) if ps else {}), PODS: 1}
         ta = psa.topology_assignment
         if ta is not None and list(ta.levels) == [HOSTNAME_LABEL]:
             slots: dict[str, int] = {}

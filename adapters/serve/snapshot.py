@@ -1,7 +1,7 @@
 """The cache as a :class:`~placewise.models.snapshot.Snapshot`: the solver's model.
 
 Every object goes through the same decoders as instance files
-(:func:`placewise.adapters.loader.decode_objects`), cached per resourceVersion so a
+(:func:`placewise.adapters.io.loader.decode_objects`), cached per resourceVersion so a
 re-solve only pays for what changed.  Gangs found in pods become Kueue-shaped
 Workload objects first and are decoded like any other, so the solver cannot
 tell them from Kueue's own:
@@ -29,19 +29,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.io.loader import RawObject, decode_objects
 from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve import synth
 from placewise.adapters.serve.config import (
     ASSIGNMENT_ANNOTATION,
     GANG_ANNOTATION,
-    HOSTNAME_LABEL,
     ServeConfig,
 )
 from placewise.adapters.serve.gangs import Gang, GangSources
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.stability import Baseline, Facts, held_back, protect
-from placewise.models.cluster import FairSharing
+from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, FairSharing
 from placewise.models.errors import Problem
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 from placewise.models.workload import Workload
@@ -50,7 +49,6 @@ JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.snapshot")
 
 DEFAULT = synth.DEFAULT
-KUEUE = synth.KUEUE
 STICKY_TIMESTAMP = "1970-01-01T00:00:00Z"
 GangState = Literal["pending", "running", "partial", "waiting"]
 
@@ -312,7 +310,9 @@ class SnapshotBuilder:
     def _priority(self, gang: Gang, tables: dict[str, dict[str, Any]]) -> int:
         best = 0
         for pod in gang.pods:
-            wpc = (gangmod.meta(pod).get("labels") or {}).get(f"{KUEUE}/priority-class")
+            wpc = (gangmod.meta(pod).get("labels") or {}).get(
+                f"{KUEUE_GROUP}/priority-class"
+            )
             if wpc and wpc in tables["priority_classes"]:
                 return int(tables["priority_classes"][wpc].value)
             best = max(best, int((pod.get("spec") or {}).get("priority") or 0))
@@ -352,7 +352,7 @@ class SnapshotBuilder:
             annotations = {
                 k: v
                 for k, v in (gangmod.meta(first).get("annotations") or {}).items()
-                if k.startswith(f"{KUEUE}/podset-")
+                if k.startswith(f"{KUEUE_GROUP}/podset-")
             }
             pod_sets.append(
                 {
@@ -365,7 +365,7 @@ class SnapshotBuilder:
                 }
             )
         wl: JSON = {
-            "apiVersion": f"{KUEUE}/v1beta2",
+            "apiVersion": f"{KUEUE_GROUP}/v1beta2",
             "kind": "Workload",
             "metadata": {
                 "name": gang.name,

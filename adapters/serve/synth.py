@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from placewise.models.cluster import ClusterQueue, Node, ResourceFlavor, Topology
+from placewise.models.cluster import (
+    HOSTNAME_LABEL,
+    KUEUE_GROUP,
+    PODS,
+    ClusterQueue,
+    Node,
+    ResourceFlavor,
+    Topology,
+)
 from placewise.models.quantity import format_units
 from placewise.models.workload import Workload
 
 JSON = dict[str, Any]
 DEFAULT = "placewise-default"
-KUEUE = "kueue.x-k8s.io"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 def default_queue(
@@ -35,19 +41,19 @@ def default_queue(
                 totals.setdefault(r, 0)
     objs: list[JSON] = [
         {
-            "apiVersion": f"{KUEUE}/v1beta2",
+            "apiVersion": f"{KUEUE_GROUP}/v1beta2",
             "kind": "Topology",
             "metadata": {"name": DEFAULT},
             "spec": {"levels": [{"nodeLabel": lvl} for lvl in levels]},
         },
         {
-            "apiVersion": f"{KUEUE}/v1beta2",
+            "apiVersion": f"{KUEUE_GROUP}/v1beta2",
             "kind": "ResourceFlavor",
             "metadata": {"name": DEFAULT},
             "spec": {"topologyName": DEFAULT},
         },
         {
-            "apiVersion": f"{KUEUE}/v1beta2",
+            "apiVersion": f"{KUEUE_GROUP}/v1beta2",
             "kind": "ClusterQueue",
             "metadata": {"name": DEFAULT},
             "spec": {
@@ -73,7 +79,7 @@ def default_queue(
     for ns in sorted({v.gang.namespace for v in views.values() if not v.gang.queue}):
         objs.append(
             {
-                "apiVersion": f"{KUEUE}/v1beta2",
+                "apiVersion": f"{KUEUE_GROUP}/v1beta2",
                 "kind": "LocalQueue",
                 "metadata": {"name": DEFAULT, "namespace": ns},
                 "spec": {"clusterQueue": DEFAULT},
@@ -95,8 +101,8 @@ def running_status(
         count = sum(nodes.values())
         ps = workload.pod_set(name) if workload else None
         requests = dict(ps.requests) if ps else {}
-        if cq is not None and cq.group_of("pods") is not None:
-            requests["pods"] = 1
+        if cq is not None and cq.group_of(PODS) is not None:
+            requests[PODS] = 1
         any_node: Node | None = tables["nodes"].get(next(iter(nodes), ""))
         flavors = _infer_flavors(cq, tables["flavors"], any_node, requests)
         psa: JSON = {

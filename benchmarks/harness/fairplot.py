@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from placewise.benchmarks.harness.metrics import Fairness
 from placewise.benchmarks.harness.runner import RunResult
+from placewise.solver.metrics import Fairness
 
 
 def _fair(r: RunResult) -> Fairness | None:

@@ -150,7 +150,7 @@ def generate_snapshot(instance: Instance) -> Snapshot:
     """Generate the instance in memory and decode it as the loader would."""
     # Imported here so that ``placewise --help`` does not pay for them.
     from placewise.adapters.generate import GeneratorConfig, generate
-    from placewise.adapters.loader import RawObject, decode_objects
+    from placewise.adapters.io.loader import RawObject, decode_objects
     from placewise.models.errors import InstanceError, Problem
     from placewise.models.snapshot import build_snapshot
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from placewise.benchmarks.harness import fairplot
 from placewise.benchmarks.harness.matrix import LIMIT, SCALE_FAMILIES, SOLVERS
-from placewise.benchmarks.harness.metrics import Metrics, compare_tiers
 from placewise.benchmarks.harness.plots import COLORS as COLORS
 from placewise.benchmarks.harness.plots import (
     Cell,
@@ -30,6 +29,7 @@ from placewise.benchmarks.harness.plots import (
     plot_shares,
 )
 from placewise.benchmarks.harness.runner import RunResult
+from placewise.solver.metrics import Metrics, compare_tiers
 
 CSV_FIELDS = (
     "family",

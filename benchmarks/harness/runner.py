@@ -31,10 +31,10 @@ from placewise.benchmarks.harness.matrix import (
     Task,
     generate_snapshot,
 )
-from placewise.benchmarks.harness.metrics import Held, Metrics, compute
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
+from placewise.solver.metrics import Held, Metrics, compute
 
 MAX_VIOLATIONS_KEPT = 10
 

@@ -37,12 +37,12 @@ from typing import Any
 import numpy as np
 
 from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
-from placewise.benchmarks.harness.metrics import gpus_of, usable
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.models.workload import Admission, Workload
 from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.metrics import gpus_of, usable
 
 MEDIAN_S = 1800.0
 SIGMA = 0.75

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from placewise.models.cluster import ClusterQueue, ResourceFlavor
+from placewise.models.cluster import PODS, ClusterQueue, ResourceFlavor
 from placewise.models.plan import Plan, PlanAdmission, PlanPreemption
 from placewise.models.quantity import format_units
 from placewise.models.snapshot import Snapshot
@@ -136,18 +136,18 @@ class Context:
         """Resources that must get a flavor: non-zero totals, plus ``pods``."""
         if count <= 0:
             return []
-        out = [r for r, v in sorted(ps.requests.items()) if v > 0 and r != "pods"]
-        if self.covers(cq, "pods"):
-            out.append("pods")
+        out = [r for r, v in sorted(ps.requests.items()) if v > 0 and r != PODS]
+        if self.covers(cq, PODS):
+            out.append(PODS)
         return out
 
     def expected_usage(
         self, cq: ClusterQueue, ps: PodSet, count: int
     ) -> dict[str, int]:
         """Quota usage Kueue records for ``count`` pods of the pod set."""
-        out = {r: v * count for r, v in ps.requests.items() if v > 0 and r != "pods"}
-        if self.covers(cq, "pods") and count > 0:
-            out["pods"] = count
+        out = {r: v * count for r, v in ps.requests.items() if v > 0 and r != PODS}
+        if self.covers(cq, PODS) and count > 0:
+            out[PODS] = count
         return out
 
     def tas_flavor(

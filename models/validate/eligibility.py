@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from placewise.models.cluster import ClusterQueue, ResourceFlavor
+from placewise.models.cluster import PODS, ClusterQueue, ResourceFlavor
 from placewise.models.scheduling import untolerated
 from placewise.models.validate.context import Admitted, Context, Violation
 from placewise.models.workload import PodSet, PodSetAssignment
@@ -178,7 +178,7 @@ def _tas(
         if f is None or f.is_tas or group is None:
             continue
         covered = cq.resource_groups[group].covered_resources
-        if any(ps.requests.get(c, 0) > 0 or c == "pods" for c in covered):
+        if any(ps.requests.get(c, 0) > 0 or c == PODS for c in covered):
             out.append(
                 Violation(
                     "eligibility.tas",

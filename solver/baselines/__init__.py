@@ -14,8 +14,6 @@ from placewise.solver.baselines.binpack_gang import run_binpack_gang as run_binp
 from placewise.solver.baselines.binpack_gang import (
     solve_binpack_gang as solve_binpack_gang,
 )
-from placewise.solver.baselines.common import BaselineOutcome as BaselineOutcome
-from placewise.solver.baselines.common import PartialGang as PartialGang
 from placewise.solver.baselines.kube_default import (
     KubeDefaultScheduler as KubeDefaultScheduler,
 )
@@ -23,6 +21,8 @@ from placewise.solver.baselines.kube_default import run_kube_default as run_kube
 from placewise.solver.baselines.kube_default import (
     solve_kube_default as solve_kube_default,
 )
+from placewise.solver.baselines.records import BaselineOutcome as BaselineOutcome
+from placewise.solver.baselines.records import PartialGang as PartialGang
 
 BASELINES = ("kube-default", "binpack-gang")
 """Names as ``SolverInfo.name`` and ``--solver`` spell them."""

@@ -41,9 +41,9 @@ from placewise.models.cluster import ClusterQueue
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSet, Workload
-from placewise.solver.baselines.common import (
+from placewise.solver.baselines.common import BaselineScheduler
+from placewise.solver.baselines.records import (
     BaselineOutcome,
-    BaselineScheduler,
     FlavorChoice,
     FlavorIndex,
     GroupDomains,

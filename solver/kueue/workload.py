@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from placewise.models.cluster import PODS
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSetAssignment, TopologyAssignment, Workload
 from placewise.solver.kueue.quota import FR
@@ -88,7 +89,7 @@ def running_info(snapshot: Snapshot, w: Workload) -> WlInfo:
         if flavor is None:
             continue
         per_pod = {
-            r: v // psa.count for r, v in psa.resource_usage.items() if r != "pods"
+            r: v // psa.count for r, v in psa.resource_usage.items() if r != PODS
         }
         tas.append(TasUsage(flavor, psa.topology_assignment, per_pod))
     return WlInfo(

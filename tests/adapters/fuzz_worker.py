@@ -25,9 +25,9 @@ STDERR_KEPT = 20_000
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    from placewise.adapters.cli import main
-    from placewise.adapters.commands.validate import read_plan
-    from placewise.adapters.loader import load_snapshot
+    from placewise.adapters.cli.validate import read_plan
+    from placewise.adapters.io.loader import load_snapshot
+    from placewise.cli import main
     from placewise.models.validate import validate
 
     for handler in logging.getLogger().handlers[:]:

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from placewise.adapters.cli import main
+from placewise.cli import main
 from tests.adapters import fuzz_mutants
 from tests.adapters.fuzz_cases import BASE_TEXT, CLASSES, Case
 

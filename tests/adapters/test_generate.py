@@ -25,6 +25,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from placewise.adapters.cli.generate import register
 from placewise.adapters.generate import (
     FAMILIES,
     ConfigError,
@@ -34,13 +35,12 @@ from placewise.adapters.generate import (
     dumps,
     family,
     generate,
-    register,
     summary,
     write,
 )
 from placewise.adapters.generate._units import parse_quantity
 from placewise.adapters.generate.workloads import compress_hostnames
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "benchmarks" / "configs"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.cli import main
 from placewise.adapters.generate.multicluster import REGIONS
 from placewise.adapters.multicluster import Worker, load_federation
+from placewise.cli import main
 
 
 def _generate(out: Path, seed: int = 2) -> None:

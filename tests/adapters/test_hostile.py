@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placewise.adapters import yaml_fast
-from placewise.adapters.cli import main
-from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.adapters.io import yaml_fast
+from placewise.adapters.io.loader import load_snapshot, snapshot_from_text
+from placewise.cli import main
 from placewise.models.errors import InstanceError, Location, describe
 from placewise.models.plan import plan_from_dict
 from placewise.models.validate import validate
@@ -89,7 +89,7 @@ def test_plain_list_items_need_a_kind() -> None:
     text = "apiVersion: v1\nkind: List\nitems:\n- metadata: {name: x}\n"
     with pytest.raises(InstanceError) as info:
         snapshot_from_text(text, "l.yaml")
-    assert "l.yaml:1: <no kind> x: field kind: missing" in str(info.value)
+    assert "l.yaml:4: <no kind> x: field kind: missing" in str(info.value)
 
 
 def test_empty_file_beside_others_is_a_warning(
@@ -208,9 +208,9 @@ def test_policy_fields_are_checked(
 
 def test_reader_limits_and_typing() -> None:
     typed = list(yaml_fast.documents("a: 1\nb: 2.5\nc: x\n1: y\nd: 0x10\n", typed=True))
-    assert typed == [({"a": 1, "b": 2.5, "c": "x", "1": "y", "d": 16}, 1)]
+    assert typed == [({"a": 1, "b": 2.5, "c": "x", "1": "y", "d": 16}, 1, None)]
     plain = list(yaml_fast.documents("a: 1\nb: true\n"))
-    assert plain == [({"a": "1", "b": True}, 1)]
+    assert plain == [({"a": "1", "b": True}, 1, None)]
     shared = next(yaml_fast.documents("a: &x [1, 2]\nb: *x\n"))[0]
     assert shared["a"] is shared["b"]  # aliases share, they are not copied
     for text, why in [

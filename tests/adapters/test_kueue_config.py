@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.cli import main
-from placewise.adapters.loader import snapshot_from_text
+from placewise.adapters.io.loader import snapshot_from_text
+from placewise.cli import main
 from placewise.models.cluster import DEFAULT_STRATEGIES
 from placewise.models.errors import InstanceError
 

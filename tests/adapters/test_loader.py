@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.cli import main
-from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.adapters.io.loader import load_snapshot, snapshot_from_text
+from placewise.cli import main
 from placewise.models.errors import InstanceError
 from placewise.models.quantity import UNLIMITED
 from tests.shared import EXPECTED, KUEUE_CASES, requires_shared

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placewise.adapters.cli import main
+from placewise.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "multicluster"
 CLUSTERS = [

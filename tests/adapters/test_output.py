@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from placewise.adapters.cli import main
-from placewise.adapters.loader import load_snapshot
-from placewise.adapters.output import render_table
-from placewise.benchmarks.harness import metrics
+from placewise.adapters.io.loader import load_snapshot
+from placewise.adapters.io.output import render_table
+from placewise.cli import main
+from placewise.solver import metrics
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.solve import SolveParams, solve

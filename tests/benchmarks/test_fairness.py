@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from placewise.benchmarks.harness import metrics
 from placewise.benchmarks.harness.fairplot import fair_table
 from placewise.benchmarks.harness.matrix import QUICK_FAMILIES, Instance
 from placewise.benchmarks.harness.matrix import generate_snapshot as generate
 from placewise.benchmarks.harness.plots import COLORS, plot_shares
 from placewise.benchmarks.harness.runner import RunResult
 from placewise.models.plan import Plan, PlanPending, SolverInfo
+from placewise.solver import metrics
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.quota import QuotaTree

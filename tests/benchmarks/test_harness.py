@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.cli import main
-from placewise.benchmarks.harness import metrics
 from placewise.benchmarks.harness.matrix import Instance, Task, build_tasks
 from placewise.benchmarks.harness.report import ReportInputs, write_report
 from placewise.benchmarks.harness.runner import RunResult, _check, run_task, run_tasks
@@ -23,6 +21,7 @@ from placewise.benchmarks.harness.trace import (
     _summarize,
     published_curves,
 )
+from placewise.cli import main
 from placewise.models.plan import (
     Plan,
     PlanAdmission,
@@ -37,6 +36,7 @@ from placewise.models.workload import (
     TopologyAssignment,
     TopologyDomain,
 )
+from placewise.solver import metrics
 from tests.shared import requires_shared
 from tests.solver.test_baselines import HOST, RACK, cluster, pod, snap, workload
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from placewise.adapters.cli import main
+from placewise.cli import main
 from tests.models.validate_builders import DATA, admission, pending, plan, psa
 
 INSTANCE_OBJECTS = [

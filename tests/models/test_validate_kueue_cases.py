@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from tests.kueue_cases import case_id, expected_plan, instance_path, list_cases

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.models.plan import Plan, plan_from_dict
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import Violation, validate

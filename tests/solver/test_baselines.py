@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.adapters.io.loader import load_snapshot, snapshot_from_text
 from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 
-from placewise.adapters.cli import main
 from placewise.adapters.generate import dumps, family, generate
-from placewise.adapters.loader import load_snapshot, snapshot_from_text
+from placewise.adapters.io.loader import load_snapshot, snapshot_from_text
+from placewise.cli import main
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.bound import aggregate_bound, gpus_after, lp_bound, running_gpus

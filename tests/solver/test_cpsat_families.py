@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat

@@ -28,7 +28,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, note, settings
 
-from placewise.adapters.loader import snapshot_from_text
+from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.cpsat.model import CPModel

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.models.cluster import HOSTNAME_LABEL
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from placewise.adapters.emulator.cli import register
+from placewise.adapters.cli.emulate import register
 
 REPO = Path(__file__).resolve().parents[3]
 DRIVER = (
     "import argparse, sys\n"
-    "from placewise.adapters.emulator.cli import register\n"
+    "from placewise.adapters.cli.emulate import register\n"
     "parser = argparse.ArgumentParser(prog='placewise')\n"
     "register(parser.add_subparsers(dest='command'))\n"
     "args = parser.parse_args(sys.argv[1:])\n"

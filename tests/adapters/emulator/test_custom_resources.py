@@ -9,7 +9,8 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
-from placewise.adapters.emulator import Emulator, load_instance_files, read_objects
+from placewise.adapters.emulator import Emulator
+from placewise.adapters.io.loader import load_objects, objects_from_text
 from tests.shared import KUEUE_CASES, requires_shared
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -173,7 +174,7 @@ def test_dynamic_client_discovers_resources(
 
 
 def test_unknown_kind_is_stored_under_a_derived_plural() -> None:
-    objects = read_objects("""
+    objects = objects_from_text("""
 apiVersion: example.com/v1
 kind: GpuPolicy
 metadata: {name: strict, namespace: ml}
@@ -203,7 +204,7 @@ items:
 @requires_shared
 def test_loads_a_kueue_case_file() -> None:
     files = sorted(KUEUE_CASES.glob("preemption/*/instance.yaml"))[:1]
-    objects = load_instance_files(files)
+    objects = load_objects(files)
     workloads = [o for o in objects if o["kind"] == "Workload"]
     with Emulator(objects) as emu:
         custom = client.CustomObjectsApi(emu.api_client())

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from placewise.adapters.cli.emulate import register
 from placewise.adapters.emulator import Emulator, KueueControllers
-from placewise.adapters.emulator.cli import register
 
 KUEUE = "kueue.x-k8s.io"
 RESERVED = [

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from placewise.adapters.emulator.cli import register
+from placewise.adapters.cli.emulate import register
 from tests.adapters.emulator.test_cli import _start
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "multicluster"

@@ -19,7 +19,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from placewise.adapters.generate import family, generate
-from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.io.loader import RawObject, decode_objects
 from placewise.adapters.serve import Sidecar
 from placewise.models.plan import (
     Plan,

@@ -24,7 +24,7 @@ def test_serve_without_kubeconfig_places_the_demo_gangs_and_exits_cleanly(tmp_pa
         [
             sys.executable,
             "-m",
-            "placewise.adapters.cli",
+            "placewise",
             "serve",
             "--listen",
             "127.0.0.1:0",

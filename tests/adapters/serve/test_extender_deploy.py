@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from placewise.adapters.cli import build_parser
+from placewise.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[3]
 JSON = dict[str, Any]

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from placewise.adapters.cli import build_parser
 from placewise.adapters.emulator import Emulator, gojson
 from placewise.adapters.serve import ServeConfig, Sidecar
 from placewise.adapters.serve.server import Limits
+from placewise.cli import build_parser
 from tests.adapters.serve.conftest import (
     Harness,
     debug,

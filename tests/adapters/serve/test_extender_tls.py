@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from placewise.adapters.cli import main
 from placewise.adapters.emulator import ExtenderConfig, gojson
 from placewise.adapters.emulator.extender import ExtenderError, post
+from placewise.cli import main
 from tests.adapters.serve.conftest import (
     assert_sound,
     kueue_group,

@@ -7,9 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
-from placewise.adapters.cli import main
-from placewise.adapters.serve.cli import read_kueue_config
+from placewise.adapters.cli.serve import read_kueue_config
+from placewise.cli import main
 from tests.adapters.serve.conftest import GPU, Harness, node, wait_for
 from tests.adapters.serve.test_kueue_mode import KUEUE, get_workload, workload
 
@@ -195,15 +196,15 @@ def test_emulated_instance_serves_its_configuration_as_the_config_map(
 ) -> None:
     """An instance file's Configuration becomes Kueue's manager ConfigMap in
     the emulator, so the sidecar on an emulated fair-sharing case shares."""
-    from placewise.adapters.emulator import load_instance_files
+    from placewise.adapters.io.loader import load_objects
     from tests.kueue_cases import CASES
 
     case = CASES / "fairsharing" / "deep-preemption" / "instance.yaml"
-    objects = load_instance_files([case])
-    (cm,) = [o for o in objects if o["kind"] == "ConfigMap"]
-    assert cm["metadata"] == {
-        "name": "kueue-manager-config",
-        "namespace": "kueue-system",
-    }
+    objects = load_objects([case])
+    assert [o["kind"] for o in objects].count("Configuration") == 1
     h = harness_factory(objects)
+    cm = client.CoreV1Api(h.emu.api_client()).read_namespaced_config_map(
+        "kueue-manager-config", "kueue-system"
+    )
+    assert "fairSharing" in cm.data["controller_manager_config.yaml"]
     assert h.sidecar(mode="kueue").builder.fair_sharing().enable

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from placewise.adapters.emulator import Emulator
-from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.io.loader import RawObject, decode_objects
 from placewise.adapters.serve.kueue_mode import compress
 from tests.adapters.serve.conftest import (
     GPU,

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from placewise.adapters.cli import main
 from placewise.adapters.emulator import Emulator
 from placewise.adapters.emulator.multi import Clusters
+from placewise.cli import main
 from tests.adapters.serve.conftest import http, wait_for
 from tests.multicluster_builders import job, manager, worker
 
@@ -34,7 +34,7 @@ def test_serve_multikueue_nominates(tmp_path: Path) -> None:
     kubeconfig = clusters.kubeconfig(tmp_path / "kubeconfig", "manager")
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "placewise.adapters.cli", "serve",
+            sys.executable, "-m", "placewise", "serve",
             "--mode", "multikueue",
             "--kubeconfig", str(kubeconfig), "--context", "manager",
             "--worker", f"a={kubeconfig}", "--worker", f"b={kubeconfig}",

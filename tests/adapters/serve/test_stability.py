@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from placewise.adapters.loader import RawObject, decode_objects
+from placewise.adapters.io.loader import RawObject, decode_objects
 from placewise.adapters.serve.stability import Baseline, Facts, held_back, protect
 from placewise.models.snapshot import Objects
 from tests.adapters.serve.conftest import GPU

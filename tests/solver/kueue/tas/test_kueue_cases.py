@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.io.loader import load_snapshot
 from placewise.models.workload import SliceLayer, Workload
 from placewise.solver.kueue.tas import TasPodSetRequest, TasState
 from tests.shared import KUEUE_CASES, params, requires_shared

@@ -13,11 +13,12 @@ import argparse
 import json
 from typing import Any
 
-from placewise.adapters.commands.common import load, spinner
+from placewise.adapters.cli.common import Subparsers, load
+from placewise.adapters.cli.status import status
 from placewise.solver.bound import ACCELERATORS, BoundResult, lp_bound
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "bound",
         help="upper bound on accelerators running after any feasible plan",
@@ -67,7 +68,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     snap = load(args.instances)
     accelerators = tuple(r.strip() for r in args.accelerators.split(",") if r.strip())
-    with spinner("solving the LP relaxation"):
+    with status("bounding (the LP relaxation)"):
         result = lp_bound(snap, args.lp_solver, accelerators, args.mip_seconds)
     if args.format == "json":
         print(json.dumps(_report(result, accelerators), indent=2))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from placewise.adapters.convert.context import Ctx
+from placewise.adapters.io.convert.context import Ctx
 from placewise.models.cluster import Namespace, Node, Pod
 from placewise.models.errors import describe
 from placewise.models.scheduling import (

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from placewise.adapters.cli.common import Subparsers
 from placewise.adapters.generate import families
 from placewise.adapters.generate.config import ConfigError, GeneratorConfig
 from placewise.adapters.generate.core import generate, summary
@@ -22,7 +23,7 @@ class UsageError(ValueError):
     """Flags that cannot be combined into a config."""
 
 
-def register(subparsers: Any) -> argparse.ArgumentParser:
+def register(subparsers: Subparsers) -> None:
     """Add the ``generate`` subcommand to a CLI's subparsers."""
     p: argparse.ArgumentParser = subparsers.add_parser(
         "generate",
@@ -82,7 +83,6 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "-o", "--output", metavar="FILE", help="output file (default: stdout)"
     )
     p.set_defaults(run=run)
-    return p
 
 
 def build_config(args: argparse.Namespace) -> GeneratorConfig:
@@ -199,14 +199,3 @@ def _multi_cluster(args: argparse.Namespace) -> int:
         "multi-cluster, seed %d: %s", args.seed, ", ".join(map(str, paths.values()))
     )
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m placewise.adapters.generate``)."""
-    parser = argparse.ArgumentParser(prog="placewise")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    args = parser.parse_args(["generate", *(sys.argv[1:] if argv is None else argv)])
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
-    code: int = args.run(args)
-    return code

@@ -13,12 +13,14 @@ import sys
 import threading
 from types import FrameType
 
+from placewise.adapters.cli.common import Subparsers
 from placewise.adapters.emulator.emulator import Emulator
-from placewise.adapters.emulator.instances import InstanceError, load_instance_files
 from placewise.adapters.emulator.kueue_standin import KueueControllers
+from placewise.adapters.io.loader import load_objects
+from placewise.models.errors import InstanceError
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: Subparsers) -> None:
     """Add ``emulate`` to a parser's subcommands."""
     p = subparsers.add_parser(
         "emulate",
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print("placewise emulate: --from INSTANCE... is required", file=sys.stderr)
         return 2
     try:
-        objects = load_instance_files(args.instances)
+        objects = load_objects(args.instances)
         controllers = None
         if args.kueue_controllers is not None:
             controllers = KueueControllers(
@@ -117,8 +119,12 @@ def run(args: argparse.Namespace) -> int:
             bookmark_interval=args.bookmark_interval,
             kueue_controllers=controllers,
         )
-    except (InstanceError, ValueError) as exc:
-        print(f"placewise emulate: {exc}", file=sys.stderr)
+    except InstanceError as exc:
+        for problem in exc.problems:
+            print(f"placewise emulate: error: {problem}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"placewise emulate: error: {exc}", file=sys.stderr)
         return 2
     try:
         emulator.start()

@@ -14,17 +14,17 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from placewise.benchmarks.harness.metrics import (
-    compute,
-    gpus_of,
-    pod_set_span,
-    workload_gpus,
-)
 from placewise.models.plan import Plan, TierResult
 from placewise.models.quantity import format_units
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.models.workload import PodSetAssignment, Workload
+from placewise.solver.metrics import (
+    compute,
+    gpus_of,
+    pod_set_span,
+    workload_gpus,
+)
 
 try:
     _Dumper: Any = yaml.CSafeDumper

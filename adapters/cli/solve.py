@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 
-from placewise.adapters import output
-from placewise.adapters.commands import multicluster
-from placewise.adapters.commands.common import (
+from placewise.adapters.cli import multicluster
+from placewise.adapters.cli.common import (
+    Subparsers,
     load,
     positive_float,
     positive_int,
-    spinner,
 )
-from placewise.adapters.documents import load_one
+from placewise.adapters.cli.status import status
+from placewise.adapters.io import output
+from placewise.adapters.io.documents import load_one
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.solver.policy import Policy
 from placewise.solver.solve import SOLVERS, SolveParams, solve
@@ -21,8 +22,8 @@ from placewise.solver.solve import SOLVERS, SolveParams, solve
 log = logging.getLogger("placewise")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def register(subparsers: Subparsers) -> None:
+    p = subparsers.add_parser(
         "solve",
         help="decide admissions, flavors, placements and preemptions",
         description=(
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     snapshot = load(args.instances)
     plans = []
     for solver in [args.compare, args.solver] if args.compare else [args.solver]:
-        with spinner(f"solving with {solver}"):
+        with status(f"solving with {solver}"):
             plan = solve(
                 snapshot,
                 SolveParams(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from placewise.adapters.cli.common import Subparsers
 from placewise.benchmarks.harness import matrix
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ QUICK_TIMEOUT = 300.0
 FULL_TIMEOUT = 1800.0
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "bench",
         help="run the solvers side by side and write a report",

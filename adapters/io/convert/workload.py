@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from placewise.adapters.convert.context import EPOCH, Ctx
-from placewise.adapters.convert.core import (
+from placewise.adapters.io.convert.context import EPOCH, Ctx
+from placewise.adapters.io.convert.core import (
     effective_requests,
     placement,
     string_map,
     texts,
 )
-from placewise.adapters.convert.core import is_true as condition_true
-from placewise.adapters.documents import parse_json
+from placewise.adapters.io.convert.core import is_true as condition_true
+from placewise.adapters.io.documents import parse_json
+from placewise.models.cluster import KUEUE_GROUP
 from placewise.models.errors import describe
 from placewise.models.workload import (
     Admission,
@@ -294,11 +295,11 @@ def _priority_ref(
     if isinstance(ref, Mapping) and ref.get("name"):
         where = "spec.priorityClassRef"
         name = ctx.string(ref, "name", f"{where}.name")
-        group = ctx.string(ref, "group", f"{where}.group", "kueue.x-k8s.io")
+        group = ctx.string(ref, "group", f"{where}.group", KUEUE_GROUP)
         kind = ctx.string(ref, "kind", f"{where}.kind", "WorkloadPriorityClass")
         if name is None:
             return None
-        kueue = group == "kueue.x-k8s.io" and kind == "WorkloadPriorityClass"
+        kueue = group == KUEUE_GROUP and kind == "WorkloadPriorityClass"
         return PriorityRef(name=name, kueue=kueue)
     name = ctx.string(spec, "priorityClassName", "spec.priorityClassName")
     if name:

@@ -12,14 +12,14 @@ import json
 import sys
 from typing import Any
 
-from placewise.adapters.commands import multicluster
-from placewise.adapters.commands.common import load
-from placewise.adapters.documents import load_one
+from placewise.adapters.cli import multicluster
+from placewise.adapters.cli.common import Subparsers, load
+from placewise.adapters.io.documents import load_one
 from placewise.models.plan import Plan, plan_from_dict
 from placewise.models.validate import Violation, validate
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "validate",
         help="check a plan against instances (exit 1 listing every violation)",

@@ -1,39 +1,29 @@
-"""Helpers shared by the subcommands: loading instances, warnings, spinners."""
+"""Helpers shared by the subcommands: loading instances, warnings, number flags."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from typing import TypeAlias
 
-from rich.console import Console
-
-from placewise.adapters.loader import load_snapshot
+from placewise.adapters.cli.status import status
+from placewise.adapters.io.loader import load_snapshot
 from placewise.models.snapshot import Snapshot
 
 log = logging.getLogger("placewise")
 
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What ``register`` of every subcommand module receives."""
+
 
 def load(paths: Sequence[str]) -> Snapshot:
     """Load instances and log their warnings (raises InstanceError -> exit 2)."""
-    with spinner(f"loading {len(paths)} file(s)"):
+    with status(f"loading {len(paths)} file(s)"):
         snap = load_snapshot(paths)
     for w in snap.warnings:
         log.warning("%s", w)
     return snap
-
-
-@contextlib.contextmanager
-def spinner(message: str) -> Iterator[None]:
-    """A progress spinner on a TTY (stderr); silent when piped or in tests."""
-    if not sys.stderr.isatty():
-        yield
-        return
-    console = Console(stderr=True)
-    with console.status(message):
-        yield
 
 
 def positive_int(text: str) -> int:

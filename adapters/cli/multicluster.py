@@ -14,9 +14,9 @@ import logging
 import sys
 from typing import Any
 
-from placewise.adapters import output
-from placewise.adapters.commands.common import spinner
-from placewise.adapters.documents import load_one
+from placewise.adapters.io import output
+from placewise.adapters.cli.status import status
+from placewise.adapters.io.documents import load_one
 from placewise.adapters.multicluster import (
     ClusterCosts,
     Federation,
@@ -52,7 +52,7 @@ def add_option(p: argparse.ArgumentParser) -> None:
 
 def load(args: argparse.Namespace, costs: ClusterCosts | None = None) -> Federation:
     workers = parse_workers(args.cluster)
-    with spinner(f"loading the manager and {len(workers)} worker(s)"):
+    with status(f"loading the manager and {len(workers)} worker(s)"):
         fed = load_federation(args.instances, workers, costs)
     for w in fed.warnings:
         log.warning("%s", w)
@@ -87,7 +87,7 @@ def run_solve(args: argparse.Namespace) -> int:
     for solver in [args.compare, args.solver] if args.compare else [args.solver]:
         # Kueue's greedy over several clusters is MultiKueue's race.
         name = "multikueue-allatonce" if solver == "greedy" else solver
-        with spinner(f"solving with {name}"):
+        with status(f"solving with {name}"):
             plan = solve(
                 fed.snapshot,
                 SolveParams(

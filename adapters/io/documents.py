@@ -6,7 +6,7 @@ reading them ends in plain data or in located problems, never in a
 traceback, a hang or a blow-up: text that is not UTF-8 (or UTF-16 with a
 byte-order mark, what PowerShell's ``>`` writes), JSON or YAML syntax,
 nesting deeper than :data:`MAX_DEPTH`, runaway aliases (both bounded in
-:mod:`placewise.adapters.yaml_fast`), numbers Python refuses to convert.
+:mod:`placewise.adapters.io.yaml_fast`), numbers Python refuses to convert.
 ``kind: List`` and ``<Kind>List`` wrappers are unwrapped here too, with the
 items of a ``<Kind>List`` taking the list's kind and apiVersion when they
 carry none (``kubectl get --raw`` output, formats.md §1).
@@ -16,18 +16,27 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from placewise.adapters import yaml_fast
-from placewise.adapters.yaml_fast import MAX_DEPTH
+from placewise.adapters.io import yaml_fast
+from placewise.adapters.io.yaml_fast import MAX_DEPTH, Document
 from placewise.models.errors import InstanceError, Location, Problem, describe
 
-__all__ = ["MAX_DEPTH", "documents", "load_one", "objects", "parse_json", "read_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "Document",
+    "documents",
+    "load_one",
+    "objects",
+    "parse_json",
+    "read_text",
+]
 
 
 def _decode(data: bytes) -> tuple[str, str | None]:
@@ -100,18 +109,94 @@ def parse_json(text: str) -> Any:
     return doc
 
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _json_listed(text: str) -> tuple[Any, list[int] | None]:
+    """A JSON document and the lines its items start on (formats.md §1).
+
+    ``json.loads`` keeps no positions, so a ``kind: List`` (or a top-level
+    array) is read here with the json module's own scanner value by value,
+    which records where each item starts at no extra parsing cost.  Anything
+    unusual (a syntax error, NaN, a huge number) is left to
+    :func:`parse_json`, which reports it.
+    """
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    scan: Callable[[str, int], tuple[Any, int]] = decoder.scan_once  # type: ignore[attr-defined]
+
+    def skip(i: int) -> int:
+        end = _SPACE.match(text, i)
+        return i if end is None else end.end()
+
+    def array(i: int, starts: list[int]) -> tuple[list[Any], int]:
+        out: list[Any] = []
+        i = skip(i + 1)
+        if text[i] == "]":
+            return out, i + 1
+        while True:
+            starts.append(i)
+            value, i = scan(text, i)
+            out.append(value)
+            i = skip(i)
+            if text[i] == "]":
+                return out, i + 1
+            if text[i] != ",":
+                raise ValueError("expected , or ]")
+            i = skip(i + 1)
+
+    starts: list[int] = []
+    try:
+        i = skip(0)
+        if text[i] == "[":
+            doc: Any
+            doc, i = array(i, starts)
+        elif text[i] == "{":
+            doc, i = {}, skip(i + 1)
+            while text[i] != "}":
+                key, i = scan(text, i)
+                i = skip(i)
+                if not isinstance(key, str) or text[i] != ":":
+                    raise ValueError("expected a key")
+                i = skip(i + 1)
+                if key == "items" and text[i] == "[":
+                    starts = []
+                    doc[key], i = array(i, starts)
+                else:
+                    doc[key], i = scan(text, i)
+                i = skip(i)
+                if text[i] == ",":
+                    i = skip(i + 1)
+                elif text[i] != "}":
+                    raise ValueError("expected , or }")
+            i += 1
+        else:
+            raise ValueError("not a List")
+        if text[i:].strip() or not _json_depth_ok(doc):
+            raise ValueError("trailing data or too deep")
+    except (ValueError, IndexError, StopIteration, RecursionError):
+        return parse_json(text), None
+    lines, line, at = [], 1, 0
+    for start in starts:
+        line += text.count("\n", at, start)
+        at = start
+        lines.append(line)
+    return doc, lines if isinstance(doc, list) or "items" in doc else None
+
+
 def documents(
     path: str,
     text: str,
     problems: list[Problem],
     typed: bool = False,
     kind: str = "",
-) -> Iterator[tuple[Any, int]]:
-    """(document, first line) for every document of ``text``.
+) -> Iterator[Document]:
+    """(document, first line, item lines) for every document of ``text``.
 
     JSON goes through the json module (fast, typed); YAML through
     :mod:`yaml_fast`.  ``typed`` makes YAML numbers numbers (see there).
-    Problems are recorded with ``path`` and the line, and end the file.
+    The item lines say where each item of a ``List`` (or a top-level
+    sequence) starts, or are None.  Problems are recorded with ``path``
+    and the line, and end the file.
     """
 
     def fail(line: int | None, message: str) -> None:
@@ -126,13 +211,14 @@ def documents(
         # YAML reader then reports the problem with its line.
         why: tuple[int | None, str]
         try:
-            doc = parse_json(text)
+            doc, lines = _json_listed(text)
         except json.JSONDecodeError as exc:
             why = exc.lineno, f"JSON syntax error: {exc.msg}"
         except ValueError as exc:
             why = None, f"JSON error: {exc}"
         else:
-            yield doc, 1
+            lead = len(text) - len(text.lstrip())
+            yield doc, text.count("\n", 0, lead) + 1, lines
             return
         if is_json:
             fail(*why)
@@ -153,36 +239,47 @@ def documents(
 
 
 def objects(
-    path: str, doc: Any, line: int, problems: list[Problem]
-) -> Iterator[Mapping[str, Any]]:
-    """The Kubernetes objects of one document, ``List`` wrappers unwrapped."""
+    path: str,
+    doc: Any,
+    line: int,
+    problems: list[Problem],
+    item_lines: list[int] | None = None,
+) -> Iterator[tuple[Mapping[str, Any], int]]:
+    """(object, line) for the Kubernetes objects of one document, ``List``
+    wrappers unwrapped; an item's line is its own when ``item_lines`` (from
+    :func:`documents`) has it, else the document's."""
     if type(doc) is dict and type(doc.get("items")) is not list:
-        yield doc  # the common case, first: one object per document
+        yield doc, line  # the common case, first: one object per document
         return
     items = [doc]
     inherit: dict[str, Any] = {}
+    listed = False
     if isinstance(doc, list):
-        items = doc
+        items, listed = doc, True
     elif isinstance(doc, Mapping) and isinstance(doc.get("items"), list):
         kind = doc.get("kind")
         if isinstance(kind, str) and kind.endswith("List"):
-            items = doc["items"]
+            items, listed = doc["items"], True
             if kind != "List":
                 inherit = {"kind": kind[: -len("List")]}
                 if isinstance(doc.get("apiVersion"), str):
                     inherit["apiVersion"] = doc["apiVersion"]
-    for item in items:
+    lines = (
+        item_lines if listed and item_lines and len(item_lines) == len(items) else None
+    )
+    for n, item in enumerate(items):
+        at = lines[n] if lines is not None else line
         if type(item) is not dict and not isinstance(item, Mapping):
             problems.append(
                 Problem(
-                    Location(file=path, line=line),
+                    Location(file=path, line=at),
                     f"expected a Kubernetes object (a mapping), got {describe(item)}",
                 )
             )
             continue
         if inherit and not ("kind" in item and "apiVersion" in item):
             item = {**inherit, **item}
-        yield item
+        yield item, at
 
 
 def load_one(path: str, kind: str, typed: bool = True) -> Any:

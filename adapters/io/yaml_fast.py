@@ -66,6 +66,9 @@ _TAG = "tag:yaml.org,2002:"
 _RESOLVER = yaml.resolver.Resolver()
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
+Document = tuple[Any, int, list[int] | None]
+"""A document, the line it starts on and the lines its items start on."""
+
 
 class ComplexKeyError(yaml.MarkedYAMLError):
     """A mapping or sequence used as a mapping key (never valid in Kubernetes)."""
@@ -97,11 +100,15 @@ def _typed(ev: Any) -> Any:
         _fail(LimitError, f"not a valid {name}", ev.start_mark)
 
 
-def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
-    """Yield (document, first line 1-based) for every document of ``text``.
+def documents(text: str, typed: bool = False) -> Iterator[Document]:
+    """Yield (document, first line, item lines) for every document of ``text``.
 
-    Raises ``yaml.MarkedYAMLError`` (with the line) on a syntax error or an
-    input beyond the limits above, ``yaml.YAMLError`` on unreadable text.
+    Lines are 1-based.  The item lines are where each item of the document
+    starts when it is a sequence or a mapping with an ``items`` sequence (a
+    ``kind: List``), so a problem in the 500th object of a dump names its
+    own line; None for other documents.  Raises ``yaml.MarkedYAMLError``
+    (with the line) on a syntax error or an input beyond the limits above,
+    ``yaml.YAMLError`` on unreadable text.
     """
     parser = CParser(text)
     get = parser.get_event
@@ -110,6 +117,8 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
     cur: Any = None
     key: Any = _NO_KEY
     line = 1
+    listed: Any = None  # the sequence whose items' lines are recorded
+    item_lines: list[int] = []
     written = 0  # nodes in the text
     extra = 0  # nodes aliases add beyond their own
     while True:
@@ -140,8 +149,14 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
                         ev.start_mark,
                     )
                 cur[key] = new
+                if key == "items" and len(stack) == 1 and type(new) is list:
+                    listed, item_lines = new, []  # a List's items
             elif cur is not None:
+                if cur is listed:
+                    item_lines.append(ev.start_mark.line + 1)
                 cur.append(new)
+            elif type(new) is list:
+                listed, item_lines = new, []  # a top-level sequence
             stack.append((cur, key, written + extra, ev.anchor))
             cur, key = new, _NO_KEY
             continue
@@ -151,7 +166,8 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
             if anchor:
                 anchors[anchor] = (done, written + extra - start + 1, "")
             if cur is None:
-                yield done, line
+                yield done, line, item_lines if listed is not None else None
+                listed, item_lines = None, []
             else:
                 key = _NO_KEY
             continue
@@ -175,7 +191,7 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
             continue
         if cur is None:
             if value is not None:
-                yield value, line
+                yield value, line, None
         elif type(cur) is dict:
             if key is _NO_KEY:
                 if type(value) is dict or type(value) is list:
@@ -189,4 +205,6 @@ def documents(text: str, typed: bool = False) -> Iterator[tuple[Any, int]]:
                 cur[key] = value
                 key = _NO_KEY
         else:
+            if cur is listed:
+                item_lines.append(ev.start_mark.line + 1)
             cur.append(value)

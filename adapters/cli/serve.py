@@ -24,9 +24,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from placewise.adapters.commands.common import positive_float
-from placewise.adapters.documents import read_text
-from placewise.adapters.loader import kueue_fair_sharing
+from placewise.adapters.cli.common import Subparsers, positive_float
+from placewise.adapters.io.documents import read_text
+from placewise.adapters.io.loader import kueue_fair_sharing, load_objects
 from placewise.adapters.serve import multikueue_cli
 from placewise.adapters.serve.app import Sidecar
 from placewise.adapters.serve.config import MODES, ServeConfig
@@ -52,8 +52,8 @@ def listen_address(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", number
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+def register(subparsers: Subparsers) -> None:
+    p = subparsers.add_parser(
         "serve",
         help="run beside kube-scheduler: watch, re-solve, bind gangs whole",
         description=(
@@ -155,7 +155,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--solver",
         choices=("auto", "cpsat", "greedy"),
         default="auto",
-        help="solver per re-solve; failures fall back to greedy",
+        help="solver per re-solve; failures fall back to greedy (default: %(default)s)",
     )
     p.add_argument(
         "--time-limit",
@@ -176,7 +176,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=positive_float,
         default=0.5,
         metavar="SEC",
-        help="quiet time after a change before re-solving",
+        help="quiet time after a change before re-solving (default: %(default)s)",
     )
     p.add_argument(
         "--scheduler-name",
@@ -195,14 +195,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--gate",
         default="placewise.io/gang",
-        help="binder mode: the scheduling gate of managed pods",
+        help="binder mode: the scheduling gate of managed pods (default: %(default)s)",
     )
     p.add_argument(
         "--topology-levels",
         default="",
         metavar="L1,L2",
         help="node labels above the hostname (highest first) for gangs "
-        "outside Kueue, e.g. block,rack labels",
+        "outside Kueue, e.g. block,rack labels (default: none, hosts only)",
     )
     p.add_argument(
         "--no-leader-elect",
@@ -215,14 +215,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="act only while this pod's kube-scheduler holds the Lease "
         "named by --lease-namespace/--lease-name (never write it)",
     )
-    p.add_argument("--lease-namespace", default="default")
-    p.add_argument("--lease-name", default="placewise-serve")
+    p.add_argument(
+        "--lease-namespace",
+        default="default",
+        metavar="NS",
+        help="namespace of the leader-election Lease (default: %(default)s)",
+    )
+    p.add_argument(
+        "--lease-name",
+        default="placewise-serve",
+        metavar="NAME",
+        help="the Lease replicas elect a leader with, or with --lease-follow "
+        "kube-scheduler's Lease to follow (default: %(default)s)",
+    )
     p.add_argument("--identity", help="leader-election identity (default: host-pid)")
     p.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
-        help="json: one JSON object per log line (for log pipelines)",
+        help="json: one JSON object per log line, for log pipelines "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--demo",
@@ -320,12 +332,10 @@ def read_kueue_config(path: str) -> FairSharing:
 def demo_objects(paths: list[str] | None, mode: str, gate: str) -> list[JSON]:
     """The demo cluster; pods get the binder gate in binder mode, and are left
     out in kueue mode (Kueue would own them)."""
-    from placewise.adapters.emulator import load_instance_files
-
     if paths:
-        objects = load_instance_files(paths)
+        objects = load_objects(paths)
     else:
-        folder = resources.files("adapters") / "data"
+        folder = resources.files("placewise.adapters") / "data"
         with tempfile.TemporaryDirectory() as tmp:
             files = []
             for item in sorted(folder.iterdir(), key=lambda x: x.name):
@@ -333,7 +343,7 @@ def demo_objects(paths: list[str] | None, mode: str, gate: str) -> list[JSON]:
                     target = Path(tmp) / item.name
                     target.write_text(item.read_text())
                     files.append(str(target))
-            objects = load_instance_files(files)
+            objects = load_objects(files)
     out = []
     for obj in objects:
         if obj.get("kind") == "Pod" and not (obj.get("spec") or {}).get("nodeName"):

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from placewise.adapters.convert.context import Ctx
-from placewise.adapters.convert.core import (
+from placewise.adapters.io.convert.context import Ctx
+from placewise.adapters.io.convert.core import (
     label_selector,
     string_map,
     taints,

@@ -1,22 +1,24 @@
-"""Instance files -> snapshot.
+"""Instance files -> snapshot, or -> the objects an emulated cluster serves.
 
-Reads YAML streams (multi-document or ``kind: List``) and JSON, with
-libyaml's C loader, decodes every recognised kind through
-:mod:`placewise.adapters.convert`, and reports all problems with their location.
-Several files merge into one snapshot.
+The one instance reader: YAML streams (multi-document or ``kind: List``)
+and JSON through :mod:`placewise.adapters.io.documents`, every recognised
+kind decoded through :mod:`placewise.adapters.io.convert`, all problems
+reported with their location.  Several files merge into one snapshot.
+``placewise emulate`` and ``serve``'s demo seed the emulator through
+:func:`load_objects`, so an object ``solve`` rejects is never served.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from placewise.adapters.convert.context import Ctx
-from placewise.adapters.convert.core import decode_namespace, decode_node, decode_pod
-from placewise.adapters.convert.kueue import (
+from placewise.adapters.io.convert.context import Ctx
+from placewise.adapters.io.convert.core import decode_namespace, decode_node, decode_pod
+from placewise.adapters.io.convert.kueue import (
     decode_cluster_queue,
     decode_cohort,
     decode_configuration,
@@ -25,22 +27,21 @@ from placewise.adapters.convert.kueue import (
     decode_priority_class,
     decode_topology,
 )
-from placewise.adapters.convert.workload import decode_workload
-from placewise.adapters.documents import documents, objects, read_text
-from placewise.models.cluster import FairSharing
+from placewise.adapters.io.convert.workload import decode_workload
+from placewise.adapters.io.documents import documents, objects, read_text
+from placewise.models.cluster import KUEUE_GROUP, FairSharing
 from placewise.models.errors import InstanceError, Location, Problem, describe
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 
-KUEUE = "kueue.x-k8s.io"
 KUEUE_CONFIG = "config.kueue.x-k8s.io"
 SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
-    (KUEUE, "ResourceFlavor"): ("v1beta1", "v1beta2"),
-    (KUEUE, "ClusterQueue"): ("v1beta1", "v1beta2"),
-    (KUEUE, "LocalQueue"): ("v1beta1", "v1beta2"),
-    (KUEUE, "Workload"): ("v1beta1", "v1beta2"),
-    (KUEUE, "WorkloadPriorityClass"): ("v1beta1", "v1beta2"),
-    (KUEUE, "Topology"): ("v1alpha1", "v1beta1", "v1beta2"),
-    (KUEUE, "Cohort"): ("v1alpha1", "v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "ResourceFlavor"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "ClusterQueue"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "LocalQueue"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "Workload"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "WorkloadPriorityClass"): ("v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "Topology"): ("v1alpha1", "v1beta1", "v1beta2"),
+    (KUEUE_GROUP, "Cohort"): ("v1alpha1", "v1beta1", "v1beta2"),
     ("", "Node"): ("v1",),
     ("", "Pod"): ("v1",),
     ("", "Namespace"): ("v1",),
@@ -48,6 +49,8 @@ SUPPORTED: dict[tuple[str, str], tuple[str, ...]] = {
     (KUEUE_CONFIG, "Configuration"): ("v1beta1", "v1beta2"),
 }
 NAMESPACED = {"LocalQueue", "Workload", "Pod"}
+JSON = dict[str, Any]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,20 +62,26 @@ class RawObject:
     line: int | None
 
 
+def _raws(
+    path: str, text: str, problems: list[Problem], typed: bool = False
+) -> Iterator[RawObject]:
+    for doc, line, item_lines in documents(path, text, problems, typed):
+        for item, at in objects(path, doc, line, problems, item_lines):
+            yield RawObject(item, path, at)
+
+
 def snapshot_from_text(text: str, source: str = "<text>") -> Snapshot:
     """Load one YAML/JSON document stream held in memory (tests, the API)."""
     problems: list[Problem] = []
-    raws = [
-        RawObject(item, source, line)
-        for doc, line in documents(source, text, problems)
-        for item in objects(source, doc, line, problems)
-    ]
+    raws = list(_raws(source, text, problems))
     objs, warnings = decode_objects(raws, problems)
     if problems:
         raise InstanceError(problems)
     return build_snapshot(objs, warnings)
 
 
+KUEUE_CONFIG_MAP = ("kueue-system", "kueue-manager-config")
+"""Where Kueue's manager reads its Configuration (Kueue's default install)."""
 KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 """The key of Kueue's manager ConfigMap that holds its Configuration."""
 
@@ -89,31 +98,31 @@ def kueue_fair_sharing(
     (a crafted file could otherwise nest them past the recursion limit)."""
     problems: list[Problem] = []
     raws: list[RawObject] = []
-    for doc, line in documents(source, text, problems):
-        for item in objects(source, doc, line, problems):
-            if item.get("kind") != "ConfigMap":
-                raws.append(RawObject(item, source, line))
-                continue
-            meta = item.get("metadata")
-            meta = meta if isinstance(meta, Mapping) else {}
-            where = Location(
-                file=source,
-                kind="ConfigMap",
-                namespace=_shown(meta.get("namespace")),
-                name=_shown(meta.get("name")),
-                field=f"data.{KUEUE_CONFIG_KEY}",
-                line=line,
+    for raw in _raws(source, text, problems):
+        item, line = raw.obj, raw.line
+        if item.get("kind") != "ConfigMap":
+            raws.append(raw)
+            continue
+        meta = item.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        where = Location(
+            file=source,
+            kind="ConfigMap",
+            namespace=_shown(meta.get("namespace")),
+            name=_shown(meta.get("name")),
+            field=f"data.{KUEUE_CONFIG_KEY}",
+            line=line,
+        )
+        if in_config_map:
+            problems.append(Problem(where, "a ConfigMap inside a ConfigMap"))
+            continue
+        data = item.get("data")
+        inner = data.get(KUEUE_CONFIG_KEY) if isinstance(data, Mapping) else None
+        if isinstance(inner, str):
+            return kueue_fair_sharing(
+                inner, f"{source} data.{KUEUE_CONFIG_KEY}", in_config_map=True
             )
-            if in_config_map:
-                problems.append(Problem(where, "a ConfigMap inside a ConfigMap"))
-                continue
-            data = item.get("data")
-            inner = data.get(KUEUE_CONFIG_KEY) if isinstance(data, Mapping) else None
-            if isinstance(inner, str):
-                return kueue_fair_sharing(
-                    inner, f"{source} data.{KUEUE_CONFIG_KEY}", in_config_map=True
-                )
-            problems.append(Problem(where, "missing: no Kueue Configuration"))
+        problems.append(Problem(where, "missing: no Kueue Configuration"))
     if not problems and not any(r.obj.get("kind") == "Configuration" for r in raws):
         problems.append(Problem(Location(file=source), "no Kueue Configuration found"))
     objs, warnings = decode_objects(raws, problems)
@@ -128,40 +137,49 @@ def _shown(value: Any) -> str:
 
 
 def read_objects(
-    paths: Iterable[str | Path],
+    paths: Iterable[str | Path], typed: bool = False
 ) -> tuple[list[RawObject], list[Problem], list[Problem]]:
     """Every Kubernetes object in the files, with ``List`` wrappers unwrapped.
 
     Returns (objects, problems, warnings).  A file without a single
     document is almost certainly a failed dump or a wrong path: a warning
-    naming it, or an error when no file holds anything.
+    naming it, or an error when no file holds anything.  ``typed``: YAML
+    numbers are numbers (objects to serve as JSON), not strings.
     """
+    out, problems, empty, read = _read_files(paths, typed)
+    notes = [
+        Problem(Location(file=path), "holds no Kubernetes objects (an empty stream)")
+        for path in empty
+    ]
+    if notes and len(empty) == read:
+        return out, problems + notes, []
+    return out, problems, notes
+
+
+def _read_files(
+    paths: Iterable[str | Path], typed: bool
+) -> tuple[list[RawObject], list[Problem], list[str], int]:
+    """(objects, problems, files without a document, files read)."""
     problems: list[Problem] = []
     out: list[RawObject] = []
     empty: list[str] = []
-    seen = 0
+    read = 0
     for p in paths:
         path = str(p)
         text = read_text(path, problems)
         if text is None:
             continue
+        read += 1
         docs, before = 0, len(problems)
-        for doc, line in documents(path, text, problems):
+        for doc, line, item_lines in documents(path, text, problems, typed):
             docs += 1
             out.extend(
-                RawObject(item, path, line)
-                for item in objects(path, doc, line, problems)
+                RawObject(item, path, at)
+                for item, at in objects(path, doc, line, problems, item_lines)
             )
         if docs == 0 and len(problems) == before:
             empty.append(path)
-        seen += 1
-    notes = [
-        Problem(Location(file=path), "holds no Kubernetes objects (an empty stream)")
-        for path in empty
-    ]
-    if notes and len(empty) == seen:
-        return out, problems + notes, []
-    return out, problems, notes
+    return out, problems, empty, read
 
 
 def load_snapshot(paths: Iterable[str | Path]) -> Snapshot:
@@ -171,6 +189,69 @@ def load_snapshot(paths: Iterable[str | Path]) -> Snapshot:
     if problems:
         raise InstanceError(problems)
     return build_snapshot(objs, notes + warnings)
+
+
+def load_objects(paths: Iterable[str | Path]) -> list[JSON]:
+    """Every object of the files as JSON data, to serve as a cluster would.
+
+    Numbers stay numbers.  Each object needs an apiVersion, a kind and a
+    name (any kind: CRDs, Deployments...), verbatim repeats across files
+    merge (``Namespace default`` in each of several dumps), and the kinds
+    placewise reads must pass the decoders ``solve`` uses: an emulated
+    cluster never serves a Workload with ``count: -3``.
+    """
+    raws, problems, _, _ = _read_files(paths, typed=True)  # empty clusters are fine
+    return _servable(raws, problems)
+
+
+def objects_from_text(text: str, source: str = "<string>") -> list[JSON]:
+    """:func:`load_objects` for one YAML/JSON stream held in memory."""
+    problems: list[Problem] = []
+    return _servable(list(_raws(source, text, problems, typed=True)), problems)
+
+
+def _servable(raws: list[RawObject], problems: list[Problem]) -> list[JSON]:
+    named: list[RawObject] = []
+    for raw in merge_repeats(raws, lambda r: r.obj):
+        obj, where = raw.obj, Location(file=raw.file, line=raw.line)
+        kind = obj.get("kind")
+        meta = obj.get("metadata")
+        if kind == "Configuration":
+            named.append(raw)  # Kueue's: no name, and the decoder checks it
+        elif not obj.get("apiVersion") or not kind:
+            problems.append(Problem(where, "object without apiVersion/kind"))
+        elif not isinstance(meta, Mapping) or not meta.get("name"):
+            what = describe(kind, quote=False)
+            problems.append(Problem(where, f"{what} without metadata.name"))
+        else:
+            named.append(raw)
+    decode_objects(named, problems)  # for its problems; the warnings are moot
+    if problems:
+        raise InstanceError(problems)
+    return [dict(raw.obj) for raw in named]
+
+
+def merge_repeats(items: Iterable[T], obj: Callable[[T], Mapping[str, Any]]) -> list[T]:
+    """``items`` without the verbatim repeats of an earlier object (same
+    apiVersion, kind, namespace and name, equal content); differing objects
+    of the same name are kept, for whoever reads them to refuse."""
+    seen: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+    out = []
+    for item in items:
+        o = obj(item)
+        meta = o.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        key = (
+            str(o.get("apiVersion")),
+            str(o.get("kind")),
+            str(meta.get("namespace") or ""),
+            str(meta.get("name")),
+        )
+        if seen.get(key) == o:
+            continue
+        seen.setdefault(key, o)
+        out.append(item)
+    return out
 
 
 def decode_objects(
