@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, PlanPending
 from placewise.models.validate import validate
-from placewise.solver.baselines.multikueue import solve_multikueue
+from placewise.solver.greedy.multikueue import solve_multikueue
 from placewise.solver.policy import primary_vector
 
 if TYPE_CHECKING:

@@ -67,7 +67,7 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
 
         return solve_greedy(snapshot, params.cycles)
     if params.solver.startswith("multikueue-"):
-        from placewise.solver.baselines.multikueue import solve_multikueue
+        from placewise.solver.greedy.multikueue import solve_multikueue
 
         assert isinstance(snapshot, MultiSnapshot), "needs --cluster"
         if params.solver.endswith("allatonce"):

@@ -57,7 +57,7 @@ ENTRY_POINTS: tuple[tuple[str, str, Callable[[Any], Plan]], ...] = (
     ("placewise.solver.cpsat.solve", "solve_cpsat", _plan),
     ("placewise.solver.baselines.kube_default", "run_kube_default", _outcome_plan),
     ("placewise.solver.baselines.binpack_gang", "run_binpack_gang", _outcome_plan),
-    ("placewise.solver.baselines.multikueue", "solve_multikueue", _plan),
+    ("placewise.solver.greedy.multikueue", "solve_multikueue", _plan),
 )
 """(module, function, result -> Plan): everything that hands a solver's plan
 to its caller.  ``solve_kube_default``/``solve_binpack_gang``/``run_baseline``

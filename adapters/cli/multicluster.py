@@ -14,8 +14,8 @@ import logging
 import sys
 from typing import Any
 
-from placewise.adapters.io import output
 from placewise.adapters.cli.status import status
+from placewise.adapters.io import output
 from placewise.adapters.io.documents import load_one
 from placewise.adapters.multicluster import (
     ClusterCosts,

@@ -19,7 +19,7 @@ from placewise.models.errors import InstanceError
 from placewise.models.multicluster import CLUSTER_LABEL
 from placewise.models.plan import Plan, PlanAdmission, PlanPending
 from placewise.models.validate import validate
-from placewise.solver.baselines.multikueue import solve_multikueue
+from placewise.solver.greedy.multikueue import solve_multikueue
 from placewise.solver.policy import primary_vector
 from placewise.solver.solve import SolveParams, solve
 from tests.multicluster_builders import federation, job, manager, running, worker
