@@ -56,7 +56,8 @@ BOUND = """
 import json, sys
 from placewise.adapters.io.loader import load_snapshot
 from placewise.solver.bound import lp_bound
-print(json.dumps({"bound": lp_bound(load_snapshot([sys.argv[1]])).value}))
+b = lp_bound(load_snapshot([sys.argv[1]]))
+print(json.dumps({"bound": b.value, "method": b.method}))
 """
 
 
@@ -114,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
                     run(CHILD, str(path), "cpsat", limit, workers, "gpus")
                     for _ in range(args.runs)
                 ]
-                lp = None if args.no_lp else run(BOUND, str(path))["bound"]
+                lp = "-"
+                if not args.no_lp:
+                    got = run(BOUND, str(path))
+                    lp = f"{got['bound']:.0f} ({got['method']})"
                 t, g = median_run(tiered), median_run(total)
                 walls = [r["wall"] for r in tiered]
                 bad = sum(r["violations"] for r in [greedy, *tiered, *total])

@@ -147,9 +147,9 @@ def solve_cpsat(
         return _fallback(warm, start, "the warm start used the time limit")
     assert data.layout is not None
     log.info("cpsat: compiled and warm-started in %.1fs", time.perf_counter() - start)
-    if sum(len(s.domains) for s in data.layout.specs) > LARGE_CELLS:
+    if data.layout.cells > LARGE_CELLS:
         return _large(snapshot, data, params, warm, reasons, start)
-    restricted = sum(len(s.domains) for s in data.layout.specs) > RESTRICT_CELLS
+    restricted = data.layout.cells > RESTRICT_CELLS
     if restricted:
         keep = plan_domains(data, data.layout, warm.admissions)
         restrict(data, data.layout, keep, RESTRICT_TO)

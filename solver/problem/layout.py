@@ -130,6 +130,12 @@ class Layout:
     def units_cap(self, spec: Spec) -> int:
         return max(spec.domains.values(), default=0)
 
+    @property
+    def cells(self) -> int:
+        """Candidate (pod set, domain) cells: the model's size driver, which
+        decides how much of it the solver and the bound can afford."""
+        return sum(len(s.domains) for s in self.specs)
+
 
 def _unlimited(x: int) -> bool:
     return x >= UNLIMITED // 2

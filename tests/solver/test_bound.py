@@ -286,6 +286,27 @@ def test_workloads_outside_the_model_still_count() -> None:
     assert aggregate_bound(snap) == 6
 
 
+def test_large_models_fall_back_to_the_aggregate_ceiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Beyond LARGE_CELLS the full LP is skipped (it does not finish at
+    10,000 hosts): the bound is the relaxed model's, still above every plan,
+    and the status says why."""
+    import placewise.solver.bound.lp as lp_module
+
+    config = family("fragmented").with_overrides(nodes=8, pending=12)
+    snap = snapshot_from_text(dumps(generate(config, 1)))
+    full = lp_bound(snap, "cbc")
+    monkeypatch.setattr(lp_module, "LARGE_CELLS", 0)
+    large = lp_bound(snap, "cbc")
+    assert large.lp is None and large.method == "aggregate"
+    assert "skipped" in large.status
+    assert large.value == full.aggregate == aggregate_bound(snap)
+    assert large.value >= full.value
+    for plan in _plans(snap).values():
+        assert large.value >= gpus_after(snap, plan)
+
+
 # -- generated, random and Kueue-derived instances -----------------------------
 
 
