@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -49,9 +50,18 @@ def test_every_dependency_is_pinned_and_imported() -> None:
 
 
 def _dry_run(target: str, tmp_path: Path) -> str:
+    """The recipe ``make -n`` prints, as if make were run from a shell: under
+    ``make test`` the inherited MAKEFLAGS/MAKELEVEL would add "Entering
+    directory" lines around it."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")
+    }
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={tmp_path / 'venv'}"],
+        ["make", "--no-print-directory", "-n", target, f"VENV={tmp_path / 'venv'}"],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
