@@ -178,7 +178,13 @@ def solve_cpsat(
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
-        model, hint, deadline, relaxed, progress=log.info, race=race
+        model,
+        hint,
+        deadline,
+        relaxed,
+        progress=log.info,
+        race=race,
+        lns=params.deterministic_time is None and not race,
     )
     if values is None:
         return _fallback(warm, start, "no solution within the time limit")

@@ -9,7 +9,9 @@ accepts.  That ceiling caps the stage in the full model — when the incumbent
 already reaches it the full stage is skipped as proven, otherwise CP-SAT
 stops as soon as it reaches it.  Time is shared by weight (GPU stages 3,
 tie-breaks 1) over the stages left, so a stage that ends early hands its
-time to the next.
+time to the next.  Small models race HiGHS's MIP beside CP-SAT on each GPU
+stage; large ones give CP-SAT a share of the stage, then the rack search
+(:mod:`.lns`) the rest.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from placewise.solver.cpsat.export import export
+from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.cpsat.objective import Stage
 from placewise.solver.highs import HighsResult, Running
@@ -33,6 +36,9 @@ TIER_WEIGHT = 3
 """Time weight of a GPU stage against a tie-break stage."""
 TOP_WEIGHT = 6
 """Time weight of the first GPU stage: the top tier is what a bound is read for."""
+PROOF_SHARE = 0.2
+"""Share of a stage's time the full model searches (and bounds) before the
+rack search takes over, when it runs (large models)."""
 DUAL_SHARE = 0.25
 """Share of a GPU stage's time the relaxed model may use for its ceiling."""
 
@@ -141,8 +147,10 @@ def solve_stage(
     budget: float,
     det: float | None,
     race: bool = False,
+    lns: RackSearch | None = None,
 ) -> tuple[str, dict[int, int] | None, int | None]:
-    """Maximise one stage: (status, values, proven bound)."""
+    """Maximise one stage: (status, values, proven bound).  ``race``: HiGHS's
+    MIP runs beside CP-SAT; ``lns``: the rack search follows it."""
     began = time.perf_counter()
     model.model.maximize(sum(c * x for c, x in stage.terms))
     model.model.clear_hints()  # type: ignore[no-untyped-call]
@@ -150,9 +158,11 @@ def solve_stage(
         for i, val in values.items():
             model.model.add_hint(model.model.get_int_var_from_proto_index(i), val)
     racer = _Race(model, stage, budget) if race else None
-    solver = solver_for(model, budget, det)
+    solver = solver_for(model, budget if lns is None else budget * PROOF_SHARE, det)
     if racer is not None:
+        # HiGHS takes one of the workers.
         solver.parameters.num_workers = max(1, (model.params.workers or 2) - 1)
+    if racer is not None:
         racer.solver = solver
         status = solver.solve(model.model, _Callback(racer))
     else:
@@ -181,6 +191,17 @@ def solve_stage(
             mine = stage.value(found) if found is not None else None
             if (mine is None or stage.value(theirs) > mine) and model.satisfies(theirs):
                 found, kind = theirs, "FEASIBLE"
+    start = found if found is not None else values
+    if lns is not None and kind != "OPTIMAL" and start is not None:
+        # The full model had its share (its bound, a proof when the stage
+        # is easy); the rack search improves its incumbent for the rest.
+        threads = model.params.workers or 2
+        lns.start(stage, start, began + budget, threads)
+        lns.wait()
+        searched = lns.result()
+        log.info("lns: %d rounds, %d improving", lns.rounds, lns.improved)
+        if searched is not None and stage.value(searched) > stage.value(start):
+            found, kind = searched, "FEASIBLE"
     if found is None:
         return "NO_SOLUTION", None, bound
     best = stage.value(found)
@@ -196,15 +217,19 @@ def run_stages(
     relaxed: CPModel | None = None,
     progress: Progress | None = None,
     race: bool = False,
+    lns: bool = False,
 ) -> tuple[dict[int, int] | None, list[StageResult]]:
     """Solve every stage; returns the final values and per-stage results.
-    ``race``: GPU stages also run HiGHS's MIP beside CP-SAT."""
+    ``race``: GPU stages also run HiGHS's MIP beside CP-SAT; ``lns``: the
+    rack search (:mod:`.lns`) instead, when the model places on enough
+    domains (not under a deterministic budget: its rounds are timed)."""
     results: list[StageResult] = []
     stages = model.stages
     weights = [TIER_WEIGHT if s.gpus else 1 for s in stages]
     if stages and stages[0].gpus:
         weights[0] = TOP_WEIGHT
     det_total = model.params.deterministic_time
+    hoods = neighbourhoods(model, model.params.policy.accelerators) if lns else None
     for k, stage in enumerate(stages):
         began = time.perf_counter()
         expr = sum(c * x for c, x in stage.terms)
@@ -239,8 +264,11 @@ def run_stages(
             results.append(StageResult(stage, "FEASIBLE", current, None, 0.0, ceiling))
         else:
             remaining = share - (time.perf_counter() - began)
+            search = None
+            if hoods is not None and stage.gpus and det is None:
+                search = RackSearch(model, hoods, model.params.seed + k)
             status, found, bound = solve_stage(
-                model, stage, values, remaining, det, race and bool(stage.gpus)
+                model, stage, values, remaining, det, race and bool(stage.gpus), search
             )
             if found is not None and (current is None or stage.value(found) > current):
                 # Only a strictly better solution replaces the incumbent: one

@@ -1,0 +1,231 @@
+"""Large-neighbourhood search over a few racks at a time.
+
+CP-SAT's own LNS frees random variables; an improving move here is a
+coordinated one — take a gang out of a rack, repack the rack's hosts with
+other pod shapes, admit a gang that was waiting for whole free hosts — and
+it lives inside a few topology domains.  Each round frees the placement of
+a few domains at the deepest level the model places at (racks on the bench
+families), chosen at random weighted by the GPUs the incumbent leaves
+stranded there, and every workload decision that does not touch any other
+domain; everything else is fixed at the incumbent.  The sub-model is a copy
+of the stage's model with variable domains narrowed (built once, narrowed
+per round), solved briefly with the incumbent as hint; a strictly better
+stage value replaces the incumbent.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.objective import Stage
+
+Path = tuple[str, ...]
+
+ROUND_SECONDS = 0.25
+"""Wall time of one sub-solve: long enough to repack a few racks."""
+DOMAINS_PER_ROUND = 4
+MIN_DOMAINS = 6
+"""Fewer candidate domains than this and the full model is searched alone."""
+
+
+@dataclass(slots=True)
+class Neighbourhoods:
+    """Which variables belong to which domain."""
+
+    paths: dict[int, Path]
+    """Variable index -> the topology path its value is about."""
+    domains: list[Path]
+    """Candidate domains (deepest placed level), sorted."""
+    stranded: dict[Path, list[tuple[int, int]]]
+    """Domain -> (variable index, GPUs each unit of it leaves unused)."""
+    tagged: list[int] = field(default_factory=list)
+    """Every variable with a path, in index order."""
+    members: dict[Path, set[int]] = field(default_factory=dict)
+    """Domain -> the variables a round that frees it frees (its own, its
+    ancestors' and its descendants')."""
+
+    def __post_init__(self) -> None:
+        self.tagged = sorted(self.paths)
+        for d in self.domains:
+            self.members[d] = {i for i, p in self.paths.items() if _related(p, d)}
+
+
+def neighbourhoods(
+    model: CPModel, accelerators: Sequence[str]
+) -> Neighbourhoods | None:
+    """The domain of each placement variable; None without TAS or with too
+    few domains for a neighbourhood to be a small part of the model."""
+    pl = model.cons.placement
+    if pl is None:
+        return None
+    layout = pl.layout
+    paths: dict[int, Path] = {}
+    stranded: dict[Path, list[tuple[int, int]]] = defaultdict(list)
+    deepest: set[Path] = set()
+    for cls in layout.classes:
+        for path in cls.paths.values():
+            deepest.add(path)
+    for (c, k), y in pl.y.items():
+        cls = layout.classes[c]
+        path = min(cls.paths.values())
+        paths[y.index] = path
+        used = sum(
+            n * layout.shapes[s].need(r)
+            for n, s in zip(cls.patterns[k], cls.shapes, strict=True)
+            for r in accelerators
+        )
+        free = sum(cls.free.get(r, 0) for r in accelerators)
+        stranded[path].append((y.index, max(0, free - used)))
+    for c, e in pl.empty.items():
+        cls = layout.classes[c]
+        path = min(cls.paths.values())
+        paths[e.index] = path
+        stranded[path].append((e.index, sum(cls.free.get(r, 0) for r in accelerators)))
+    for (c, _s), v in pl.v.items():
+        paths[v.index] = min(layout.classes[c].paths.values())
+    for (_i, path), x in pl.x.items():
+        paths[x.index] = path
+    for key, z in pl.z.items():
+        paths[z.index] = key[3]
+    for (_i, path), q in pl.preferred.items():
+        paths[q.index] = path
+    for (_i, path), sl in pl.slices.items():
+        paths[sl.index] = path
+    domains = sorted(p for p in deepest if p)
+    if len(domains) < MIN_DOMAINS:
+        return None
+    return Neighbourhoods(paths, domains, dict(stranded))
+
+
+def _related(a: Path, b: Path) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+class RackSearch:
+    """The LNS loop of one stage, in a thread beside the full model's search:
+    :meth:`start`, then :meth:`result` (which stops it)."""
+
+    def __init__(self, model: CPModel, hoods: Neighbourhoods, seed: int) -> None:
+        self.model = model
+        self.hoods = hoods
+        self.rng = random.Random(seed)
+        self.rounds = 0
+        self.improved = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._solvers: list[cp_model.CpSolver] = []
+        self._threads: list[threading.Thread] = []
+        self.best: dict[int, int] | None = None
+
+    def _pick(self, values: dict[int, int], rng: random.Random) -> list[Path]:
+        """Domains to free, at random, weighted by the GPUs stranded there."""
+        weights = []
+        for d in self.hoods.domains:
+            waste = sum(g * values[i] for i, g in self.hoods.stranded.get(d, []))
+            weights.append(1 + waste)
+        chosen: list[Path] = []
+        pool = list(range(len(self.hoods.domains)))
+        for _ in range(min(DOMAINS_PER_ROUND, len(pool))):
+            k = rng.choices(range(len(pool)), [weights[j] for j in pool])[0]
+            chosen.append(self.hoods.domains[pool.pop(k)])
+        return chosen
+
+    def start(
+        self, stage: Stage, values: dict[int, int], deadline: float, threads: int = 1
+    ) -> None:
+        """Search from ``values`` until ``deadline`` in ``threads`` loops that
+        share the incumbent."""
+        self.best = values
+        self._threads = [
+            threading.Thread(
+                target=self._loop,
+                args=(stage, deadline, random.Random(self.rng.randrange(1 << 30))),
+                daemon=True,
+            )
+            for _ in range(threads)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def wait(self) -> None:
+        """Until the deadline given to :meth:`start`."""
+        for t in self._threads:
+            t.join()
+
+    def result(self) -> dict[int, int] | None:
+        """Stop the loop; the best values it reached (the start included)."""
+        self._stop.set()
+        with self._lock:
+            for solver in self._solvers:
+                solver.stop_search()
+        for t in self._threads:
+            t.join()
+        return self.best
+
+    def _loop(self, stage: Stage, deadline: float, rng: random.Random) -> None:
+        terms = [(c, x.index) for c, x in stage.terms]
+        everything = list(range(self.model.size))
+        while not self._stop.is_set() and deadline - time.perf_counter() > 0.1:
+            values = self.best
+            assert values is not None
+            sub = self._neighbourhood(values, terms, everything, rng)
+            solver = cp_model.CpSolver()
+            p = solver.parameters
+            p.num_workers = 1
+            p.random_seed = rng.randrange(1 << 30)
+            p.max_time_in_seconds = min(ROUND_SECONDS, deadline - time.perf_counter())
+            p.max_presolve_iterations = 1
+            p.cp_model_probing_level = 0
+            with self._lock:
+                if self._stop.is_set():
+                    break
+                self._solvers.append(solver)
+            status = solver.solve(sub)
+            found = None
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                found = dict(enumerate(solver.response_proto.solution))
+            with self._lock:
+                self._solvers.remove(solver)
+                self.rounds += 1
+                assert self.best is not None
+                if found is not None and stage.value(found) > stage.value(self.best):
+                    self.best = found
+                    self.improved += 1
+
+    def _neighbourhood(
+        self,
+        values: dict[int, int],
+        terms: list[tuple[int, int]],
+        everything: list[int],
+        rng: random.Random,
+    ) -> cp_model.CpModel:
+        """The stage's model with every variable outside a few domains fixed
+        at ``values``, hinted with ``values``."""
+        free: set[int] = set()
+        for d in self._pick(values, rng):
+            free |= self.hoods.members[d]
+        sub = self.model.model.clone()
+        sub.maximize(sum(c * sub.get_int_var_from_proto_index(i) for c, i in terms))
+        variables = sub.proto.variables
+        for i in self.hoods.tagged:
+            if i in free:
+                continue
+            domain = variables[i].domain
+            if len(domain) == 2:
+                domain[0] = domain[1] = values[i]
+            else:
+                sub.add(sub.get_int_var_from_proto_index(i) == values[i])
+        sub.clear_hints()  # type: ignore[no-untyped-call]
+        hint = sub.proto.solution_hint
+        hint.vars.extend(everything)
+        hint.values.extend([values[i] for i in everything])
+        return sub
