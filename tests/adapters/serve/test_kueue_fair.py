@@ -13,6 +13,7 @@ from placewise.adapters.cli.serve import read_kueue_config
 from placewise.cli import main
 from tests.adapters.serve.conftest import GPU, Harness, node, wait_for
 from tests.adapters.serve.test_kueue_mode import KUEUE, get_workload, workload
+from tests.shared import requires_shared
 
 CONFIG = (
     "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
@@ -191,6 +192,7 @@ def test_bad_kueue_config_is_exit_2(
     assert "Traceback" not in err
 
 
+@requires_shared
 def test_emulated_instance_serves_its_configuration_as_the_config_map(
     harness_factory,
 ) -> None:
