@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 from placewise.adapters.cli.status import status
 from placewise.adapters.io.loader import load_snapshot
+from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
+from placewise.solver.policy import Policy
+from placewise.solver.solve import SolveParams, solve
 
 log = logging.getLogger("placewise")
 
@@ -44,3 +47,39 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
+
+
+def solve_each(
+    snapshot: Snapshot,
+    args: argparse.Namespace,
+    policy: Policy,
+    rename: Callable[[str], str] = lambda name: name,
+) -> list[Plan]:
+    """``--compare``'s solver then ``--solver``'s (or the latter alone), each
+    logged as it ends; ``rename`` maps a flag's name to the solver to run."""
+    plans: list[Plan] = []
+    for flag in [args.compare, args.solver] if args.compare else [args.solver]:
+        name = rename(flag)
+        with status(f"solving with {name}"):
+            plan = solve(
+                snapshot,
+                SolveParams(
+                    solver=name,
+                    cycles=args.cycles,
+                    time_limit=args.time_limit,
+                    workers=args.workers,
+                    seed=args.seed,
+                    deterministic_time=args.deterministic_time,
+                    policy=policy,
+                ),
+            )
+        log.info(
+            "%s: %d admitted, %d preempted, %d pending in %.3fs",
+            plan.solver.name,
+            len(plan.admissions),
+            len(plan.preemptions),
+            len(plan.pending),
+            plan.solver.wall_seconds,
+        )
+        plans.append(plan)
+    return plans

@@ -14,6 +14,7 @@ import logging
 import sys
 from typing import Any
 
+from placewise.adapters.cli.common import solve_each
 from placewise.adapters.cli.status import status
 from placewise.adapters.io import output
 from placewise.adapters.io.documents import load_one
@@ -29,7 +30,6 @@ from placewise.adapters.multicluster.load import split_policy
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.models.plan import Plan
 from placewise.solver.policy import Policy
-from placewise.solver.solve import SolveParams, solve
 
 log = logging.getLogger("placewise")
 UNSUPPORTED = ("kube-default", "binpack-gang")
@@ -83,32 +83,13 @@ def run_solve(args: argparse.Namespace) -> int:
     unknown = sorted(set(costs.per_gpu) - set(fed.workers))
     if unknown:
         log.warning("%s: clusterCosts names unknown clusters %s", args.policy, unknown)
-    plans: list[Plan] = []
-    for solver in [args.compare, args.solver] if args.compare else [args.solver]:
-        # Kueue's greedy over several clusters is MultiKueue's race.
-        name = "multikueue-allatonce" if solver == "greedy" else solver
-        with status(f"solving with {name}"):
-            plan = solve(
-                fed.snapshot,
-                SolveParams(
-                    solver=name,
-                    cycles=args.cycles,
-                    time_limit=args.time_limit,
-                    workers=args.workers,
-                    seed=args.seed,
-                    deterministic_time=args.deterministic_time,
-                    policy=policy,
-                ),
-            )
-        log.info(
-            "%s: %d admitted, %d preempted, %d pending in %.3fs",
-            plan.solver.name,
-            len(plan.admissions),
-            len(plan.preemptions),
-            len(plan.pending),
-            plan.solver.wall_seconds,
-        )
-        plans.append(plan)
+    # Kueue's greedy over several clusters is MultiKueue's race.
+    plans = solve_each(
+        fed.snapshot,
+        args,
+        policy,
+        lambda name: "multikueue-allatonce" if name == "greedy" else name,
+    )
     fmt = args.format or ("table" if args.compare else "yaml")
     if fmt == "table":
         # People read the combined names: ``east.team-a/job`` says where.

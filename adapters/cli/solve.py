@@ -11,13 +11,13 @@ from placewise.adapters.cli.common import (
     load,
     positive_float,
     positive_int,
+    solve_each,
 )
-from placewise.adapters.cli.status import status
 from placewise.adapters.io import output
 from placewise.adapters.io.documents import load_one
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.solver.policy import Policy
-from placewise.solver.solve import SOLVERS, SolveParams, solve
+from placewise.solver.solve import SOLVERS
 
 log = logging.getLogger("placewise")
 
@@ -118,33 +118,10 @@ def run(args: argparse.Namespace) -> int:
             where = Location(file=args.policy, kind="Policy")
             raise InstanceError([Problem(where, str(exc))]) from None
     snapshot = load(args.instances)
-    plans = []
-    for solver in [args.compare, args.solver] if args.compare else [args.solver]:
-        with status(f"solving with {solver}"):
-            plan = solve(
-                snapshot,
-                SolveParams(
-                    solver=solver,
-                    cycles=args.cycles,
-                    time_limit=args.time_limit,
-                    workers=args.workers,
-                    seed=args.seed,
-                    deterministic_time=args.deterministic_time,
-                    policy=policy,
-                ),
-            )
-        log.info(
-            "%s: %d admitted, %d preempted, %d pending in %.3fs",
-            plan.solver.name,
-            len(plan.admissions),
-            len(plan.preemptions),
-            len(plan.pending),
-            plan.solver.wall_seconds,
-        )
-        plans.append(plan)
+    plans = solve_each(snapshot, args, policy)
     if args.compare:
         text = output.render_many(plans, args.format or "table", snapshot)
         output.emit(text, args.output)
     else:
-        output.write(plan, args.format or "yaml", args.output, snapshot=snapshot)
+        output.write(plans[-1], args.format or "yaml", args.output, snapshot=snapshot)
     return 0

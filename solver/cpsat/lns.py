@@ -54,8 +54,15 @@ class Neighbourhoods:
 
     def __post_init__(self) -> None:
         self.tagged = sorted(self.paths)
+        # Relatedness is decided per distinct path (a few hundred), not per
+        # variable and domain (1M checks, 0.8 s, at 1,000 hosts).
+        by_path: dict[Path, list[int]] = defaultdict(list)
+        for i, p in self.paths.items():
+            by_path[p].append(i)
         for d in self.domains:
-            self.members[d] = {i for i, p in self.paths.items() if _related(p, d)}
+            self.members[d] = {
+                i for p, ids in by_path.items() if _related(p, d) for i in ids
+            }
 
 
 def neighbourhoods(
