@@ -65,6 +65,25 @@ def pod(
     }
 
 
+def rack_topology(api: str) -> list[JSON]:
+    """Topology ``topo`` (rack, hostname) and the TAS flavor ``tas`` on it."""
+    levels = [{"nodeLabel": "rack"}, {"nodeLabel": "kubernetes.io/hostname"}]
+    return [
+        {
+            "apiVersion": api,
+            "kind": "Topology",
+            "metadata": {"name": "topo"},
+            "spec": {"levels": levels},
+        },
+        {
+            "apiVersion": api,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "tas"},
+            "spec": {"topologyName": "topo"},
+        },
+    ]
+
+
 def kueue_group(
     group: str, size: int, gpus: int = 1, namespace: str = "ml", **kw: Any
 ) -> list[JSON]:

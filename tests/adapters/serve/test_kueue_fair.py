@@ -11,7 +11,7 @@ from kubernetes import client
 
 from placewise.adapters.cli.serve import read_kueue_config
 from placewise.cli import main
-from tests.adapters.serve.conftest import GPU, Harness, node, wait_for
+from tests.adapters.serve.conftest import GPU, Harness, node, rack_topology, wait_for
 from tests.adapters.serve.test_kueue_mode import KUEUE, get_workload, workload
 from tests.shared import requires_shared
 
@@ -59,23 +59,7 @@ def cohort_objects() -> list[dict]:
 
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
-        {
-            "apiVersion": api,
-            "kind": "Topology",
-            "metadata": {"name": "topo"},
-            "spec": {
-                "levels": [
-                    {"nodeLabel": "rack"},
-                    {"nodeLabel": "kubernetes.io/hostname"},
-                ]
-            },
-        },
-        {
-            "apiVersion": api,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "tas"},
-            "spec": {"topologyName": "topo"},
-        },
+        *rack_topology(api),
         {
             "apiVersion": api,
             "kind": "Cohort",

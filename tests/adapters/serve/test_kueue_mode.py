@@ -13,6 +13,7 @@ from tests.adapters.serve.conftest import (
     metric,
     namespace,
     node,
+    rack_topology,
     wait_for,
 )
 
@@ -41,23 +42,7 @@ def kueue_objects(version: str = "v1beta2", gpu_quota: int = 16) -> list[dict]:
     }
     return [
         namespace("ml"),
-        {
-            "apiVersion": api,
-            "kind": "Topology",
-            "metadata": {"name": "topo"},
-            "spec": {
-                "levels": [
-                    {"nodeLabel": "rack"},
-                    {"nodeLabel": "kubernetes.io/hostname"},
-                ]
-            },
-        },
-        {
-            "apiVersion": api,
-            "kind": "ResourceFlavor",
-            "metadata": {"name": "tas"},
-            "spec": {"topologyName": "topo"},
-        },
+        *rack_topology(api),
         {
             "apiVersion": api,
             "kind": "ClusterQueue",
