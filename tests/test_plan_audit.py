@@ -60,7 +60,7 @@ def honest(snap: Snapshot) -> Plan:
         ("placewise.solver.cpsat.solve", "solve_cpsat"),
         ("placewise.solver.baselines", "run_kube_default"),
         ("placewise.solver.baselines", "run_binpack_gang"),
-        ("placewise.adapters.cli.solve", "solve"),
+        ("placewise.adapters.cli.common", "solve"),
         ("placewise.adapters.serve.solveloop", "solve"),
     ],
 )
