@@ -17,7 +17,7 @@ from placewise.solver.cpsat.solve import LARGE_CELLS
 from placewise.solver.highs import Arrays, run_highs, run_pulp
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.policy import Policy
-from placewise.solver.problem.data import ModelData, compile_problem
+from placewise.solver.problem.data import ModelData, compile_problem, outside_demand
 
 LpSolver = Literal["highs", "cbc"]
 TOLERANCE = 1e-6
@@ -53,16 +53,14 @@ def _floor(x: float) -> float:
 def _outside(data: ModelData, accelerators: Sequence[str]) -> int:
     """GPUs of pending workloads the model leaves out (it cannot express
     them): counted whole, which keeps the bound valid."""
-    total = 0
-    for key in data.unsupported:
-        w = data.snapshot.workloads.get(key)
-        if w is None or data.snapshot.blocked_reason(w) is not None:
-            continue
-        total += sum(
+    per_tier = outside_demand(
+        data,
+        lambda w: sum(
             ps.count * sum(q for r, q in ps.requests.items() if r in accelerators)
             for ps in w.pod_sets
-        )
-    return total
+        ),
+    )
+    return sum(per_tier.values())
 
 
 def _solve(

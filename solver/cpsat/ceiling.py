@@ -13,28 +13,27 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from functools import partial
 
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.snapshot import Snapshot
+from placewise.models.workload import Workload
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.stages import solve_stage
 from placewise.solver.policy import Policy, accelerators, tier_figures
-from placewise.solver.problem.data import ModelData
+from placewise.solver.problem.data import ModelData, outside_demand
 
 
 def outside_gpus(data: ModelData, plan: Plan, pol: Policy) -> dict[int, int]:
     """Per tier, GPUs of pending workloads the model leaves out and the plan
     does not admit: a bound must allow for some plan admitting them."""
     admitted = {a.workload for a in plan.admissions}
-    out: dict[int, int] = defaultdict(int)
-    for key in data.unsupported:
-        w = data.snapshot.workloads.get(key)
-        if w is None or key in admitted or data.snapshot.blocked_reason(w):
-            continue
-        out[w.priority] += sum(
-            ps.count * accelerators(ps.requests, pol) for ps in w.pod_sets
-        )
-    return out
+    size = partial(_gpus, pol=pol)
+    return defaultdict(int, outside_demand(data, size, admitted))
+
+
+def _gpus(w: Workload, pol: Policy) -> int:
+    return sum(ps.count * accelerators(ps.requests, pol) for ps in w.pod_sets)
 
 
 def relaxed_tiers(

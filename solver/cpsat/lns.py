@@ -132,6 +132,7 @@ class RackSearch:
         self._solvers: list[cp_model.CpSolver] = []
         self._threads: list[threading.Thread] = []
         self.best: dict[int, int] | None = None
+        self.ceiling: int | None = None
 
     def _pick(self, values: dict[int, int], rng: random.Random) -> list[Path]:
         """Domains to free, at random, weighted by the GPUs stranded there."""
@@ -178,12 +179,19 @@ class RackSearch:
             t.join()
         return self.best
 
+    def settle_at(self, bound: int) -> None:
+        """A proven bound on the stage: the loop ends once it is reached."""
+        with self._lock:
+            self.ceiling = bound if self.ceiling is None else min(self.ceiling, bound)
+
     def _loop(self, stage: Stage, deadline: float, rng: random.Random) -> None:
         terms = [(c, x.index) for c, x in stage.terms]
         everything = list(range(self.model.size))
         while not self._stop.is_set() and deadline - time.perf_counter() > 0.1:
             values = self.best
             assert values is not None
+            if self.ceiling is not None and stage.value(values) >= self.ceiling:
+                break
             sub = self._neighbourhood(values, terms, everything, rng)
             solver = cp_model.CpSolver()
             p = solver.parameters

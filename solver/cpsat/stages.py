@@ -84,23 +84,37 @@ def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpS
 
 
 class _Race:
-    """CP-SAT and, beside it, HiGHS's MIP on the same rows: whichever proves
-    or finds more wins; each stops the other once the stage is settled."""
+    """CP-SAT and, beside it, HiGHS on the same rows — the MIP (small
+    models) or the LP relaxation (large ones: its bound, in well under a
+    second, is what CP-SAT's own search proves only with most of the stage,
+    so the rack search can have the time): whichever proves or finds more
+    wins; each stops the other once the stage is settled."""
 
-    def __init__(self, model: CPModel, stage: Stage, budget: float) -> None:
+    def __init__(
+        self, model: CPModel, stage: Stage, budget: float, mip: bool = True
+    ) -> None:
         objective = [(c, x.index) for c, x in stage.terms]
-        arrays = export(model.model, objective, set(range(model.size)))
-        self.highs: Running | None = Running(arrays, max(budget, 0.1), want_x=True)
+        integer = set(range(model.size)) if mip else None
+        self.highs: Running | None = None
+        try:
+            arrays = export(model.model, objective, integer)
+        except ValueError as exc:
+            log.debug("no HiGHS beside CP-SAT: %s", exc)
+        else:
+            self.highs = Running(arrays, max(budget, 0.1), want_x=mip)
         self.bound: float | None = None
         self.best: float | None = None
         self.answer: HighsResult | None = None
         self.solver: cp_model.CpSolver | None = None
+        self.search: RackSearch | None = None
+        self.mip = mip
         self._lock = threading.Lock()
         self._watch = threading.Thread(target=self._wait, daemon=True)
         self._watch.start()
 
     def _wait(self) -> None:
-        assert self.highs is not None
+        if self.highs is None:
+            return
         got = self.highs.result()
         with self._lock:
             self.answer = got
@@ -109,7 +123,9 @@ class _Race:
             self._maybe_stop()
 
     def _maybe_stop(self) -> None:
-        settled = self.answer is not None and self.answer.status == "Optimal"
+        settled = (
+            self.mip and self.answer is not None and self.answer.status == "Optimal"
+        )
         reached = (
             self.bound is not None
             and self.best is not None
@@ -117,6 +133,15 @@ class _Race:
         )
         if (settled or reached) and self.solver is not None:
             self.solver.stop_search()
+        if self.search is not None and self.bound is not None:
+            self.search.settle_at(int(self.bound + 1e-6))
+
+    def watch(self, search: RackSearch) -> None:
+        """Stop ``search`` too once its incumbent reaches the bound."""
+        with self._lock:
+            self.search = search
+            if self.bound is not None:
+                search.settle_at(int(self.bound + 1e-6))
 
     def found(self, objective: float) -> None:
         with self._lock:
@@ -157,9 +182,13 @@ def solve_stage(
     if values is not None:
         for i, val in values.items():
             model.model.add_hint(model.model.get_int_var_from_proto_index(i), val)
-    racer = _Race(model, stage, budget) if race else None
+    racer = None
+    if race:
+        racer = _Race(model, stage, budget)
+    elif lns is not None:
+        racer = _Race(model, stage, budget, mip=False)
     solver = solver_for(model, budget if lns is None else budget * PROOF_SHARE, det)
-    if racer is not None:
+    if race:
         # HiGHS takes one of the workers.
         solver.parameters.num_workers = max(1, (model.params.workers or 2) - 1)
     if racer is not None:
@@ -181,33 +210,63 @@ def solve_stage(
             if status == cp_model.OPTIMAL
             else int(solver.best_objective_bound + 1e-6)
         )
-    if racer is not None:
-        answer = racer.finish(budget - (time.perf_counter() - began))
-        if answer is not None and answer.bound is not None:
-            proven = int(answer.bound + 1e-6)
-            bound = proven if bound is None else min(bound, proven)
-        if answer is not None and answer.x is not None:
-            theirs = {i: round(v) for i, v in enumerate(answer.x)}
-            mine = stage.value(found) if found is not None else None
-            if (mine is None or stage.value(theirs) > mine) and model.satisfies(theirs):
-                found, kind = theirs, "FEASIBLE"
+    if race and racer is not None:
+        found, kind, bound = _settle(
+            model,
+            stage,
+            racer.finish(budget - (time.perf_counter() - began)),
+            found,
+            kind,
+            bound,
+        )
     start = found if found is not None else values
-    if lns is not None and kind != "OPTIMAL" and start is not None:
-        # The full model had its share (its bound, a proof when the stage
-        # is easy); the rack search improves its incumbent for the rest.
-        threads = model.params.workers or 2
-        lns.start(stage, start, began + budget, threads)
+    settled = bound is not None and start is not None and stage.value(start) >= bound
+    if lns is not None and kind != "OPTIMAL" and start is not None and not settled:
+        # The full model had its share (a proof when the stage is easy); the
+        # rack search improves its incumbent for the rest, until the LP's
+        # bound (still running, maybe) says it cannot.
+        if bound is not None:
+            lns.settle_at(bound)
+        if racer is not None:
+            racer.watch(lns)
+        lns.start(stage, start, began + budget, model.params.workers or 2)
         lns.wait()
         searched = lns.result()
         log.info("lns: %d rounds, %d improving", lns.rounds, lns.improved)
         if searched is not None and stage.value(searched) > stage.value(start):
             found, kind = searched, "FEASIBLE"
+    if not race and racer is not None:
+        answer = racer.finish(0.0)
+        found, kind, bound = _settle(model, stage, answer, found, kind, bound)
     if found is None:
         return "NO_SOLUTION", None, bound
     best = stage.value(found)
     if bound is not None and bound <= best:
         kind = "OPTIMAL"
     return kind, found, None if bound is None else max(bound, best)
+
+
+def _settle(
+    model: CPModel,
+    stage: Stage,
+    answer: HighsResult | None,
+    found: dict[int, int] | None,
+    kind: str,
+    bound: int | None,
+) -> tuple[dict[int, int] | None, str, int | None]:
+    """HiGHS's answer merged into CP-SAT's: the smaller bound, the better
+    solution (a MIP's, when the model accepts it)."""
+    if answer is None:
+        return found, kind, bound
+    if answer.bound is not None:
+        proven = int(answer.bound + 1e-6)
+        bound = proven if bound is None else min(bound, proven)
+    if answer.x is not None:
+        theirs = {i: round(v) for i, v in enumerate(answer.x)}
+        mine = stage.value(found) if found is not None else None
+        if (mine is None or stage.value(theirs) > mine) and model.satisfies(theirs):
+            found, kind = theirs, "FEASIBLE"
+    return found, kind, bound
 
 
 def run_stages(

@@ -10,7 +10,7 @@ placements are integer counts per leaf, never Booleans per pod.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -138,8 +138,36 @@ class ModelData:
     """The aggregated TAS placement (:func:`compile_problem` sets it)."""
     cache: dict[str, dict[Any, Any]] = field(default_factory=dict)
     """Per-solve memo of derived arrays (leaf capacity, node masks)."""
-    """Admissions decided outside the model (e.g. by greedy for workloads the
-    model cannot express); they are part of the returned plan."""
+    inadmissible: set[str] = field(default_factory=set)
+    """Of ``unsupported``, the workloads Kueue's own rules never admit (no
+    flavor covers a resource, or none is eligible): no bound counts them."""
+
+
+def outside_demand(
+    data: ModelData, size: Callable[[Workload], int], admitted: Set[str] = frozenset()
+) -> dict[int, int]:
+    """Per priority, the demand (``size``) of pending workloads the model
+    leaves out although some plan could admit them: a bound must count it
+    whole.  Copies of one dispatched workload (an ``exclusive`` group) count
+    once, the largest: at most one of them runs."""
+    snap = data.snapshot
+    out: dict[int, int] = {}
+    groups: dict[str, Workload] = {}
+    for key in sorted(data.unsupported):
+        w = snap.workloads.get(key)
+        if w is None or key in admitted or key in data.inadmissible:
+            continue
+        if snap.blocked_reason(w) is not None:
+            continue
+        if w.exclusive is None:
+            out[w.priority] = out.get(w.priority, 0) + size(w)
+        elif w.exclusive not in groups or size(w) > size(groups[w.exclusive]):
+            groups[w.exclusive] = w
+    taken = {w.exclusive for k in admitted if (w := snap.workloads.get(k)) is not None}
+    for group, w in sorted(groups.items()):
+        if group not in taken:
+            out[w.priority] = out.get(w.priority, 0) + size(w)
+    return out
 
 
 def _leaf_tables(snap: Snapshot) -> tuple[list[Leaf], dict[str, FlavorTopo]]:
@@ -278,6 +306,7 @@ def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
             g = cq.group_of(r)
             if g is None:
                 data.unsupported[w.key] = f"resource {r} unavailable in ClusterQueue"
+                data.inadmissible.add(w.key)
                 return
             if g in gd.flavors:
                 continue
@@ -291,6 +320,7 @@ def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
             ]
             if not eligible:
                 data.unsupported[w.key] = "no eligible flavor"
+                data.inadmissible.add(w.key)
                 return
             gd.flavors[g] = eligible
         for ps in members:

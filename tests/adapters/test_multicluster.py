@@ -19,8 +19,10 @@ from placewise.models.errors import InstanceError
 from placewise.models.multicluster import CLUSTER_LABEL
 from placewise.models.plan import Plan, PlanAdmission, PlanPending
 from placewise.models.validate import validate
+from placewise.models.workload import Workload
 from placewise.solver.greedy.multikueue import solve_multikueue
 from placewise.solver.policy import primary_vector
+from placewise.solver.problem.data import compile_problem, outside_demand
 from placewise.solver.solve import SolveParams, solve
 from tests.multicluster_builders import federation, job, manager, running, worker
 
@@ -368,3 +370,39 @@ def test_bad_worker_files_name_the_cluster(tmp_path: Path) -> None:
     text = str(err.value)
     assert f"cluster east: {bad}:1: Node n" in text
     assert "none.yaml: cannot read" in text
+
+
+# -- bounds ------------------------------------------------------------------
+
+
+def test_copies_no_flavor_admits_leave_the_bound_exact() -> None:
+    """A copy in a worker none of whose flavors the workload may use can
+    never run there: the tier bound does not count it (it did, whole)."""
+    pinned = [job("h100-8", 8, model="H100")]
+    fed = federation(
+        manager(["a", "b"], pinned),
+        {"a": worker("H100", 1, gpus=0), "b": worker("A100", 1)},
+    )
+    plan = solve(fed.snapshot, SolveParams(solver="cpsat", time_limit=2, workers=1))
+    (tier,) = plan.solver.tiers
+    assert tier.gpus == 0 and tier.bound == 0
+
+
+def test_copies_the_model_leaves_out_count_once() -> None:
+    """Of a dispatched workload's copies at most one runs: a bound that must
+    allow for copies outside the model counts the largest, once."""
+    fed = federation(
+        manager(["a", "b"], [job("h100-8", 8, model="H100")]),
+        {"a": worker("A100", 1), "b": worker("A100", 1)},
+    )
+    data = compile_problem(fed.snapshot)
+    copies = sorted(data.unsupported)
+    assert len(copies) == 2 and set(copies) == data.inadmissible
+
+    def size(w: Workload) -> int:
+        return 8
+
+    assert outside_demand(data, size) == {}
+    data.inadmissible.clear()  # as if the model merely could not express them
+    assert outside_demand(data, size) == {100: 8}
+    assert outside_demand(data, size, admitted={copies[0]}) == {}

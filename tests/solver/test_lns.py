@@ -16,9 +16,12 @@ from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
+from placewise.solver.cpsat.export import export
 from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
 from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.stages import solve_stage
 from placewise.solver.greedy import solve_greedy
+from placewise.solver.highs import run_highs
 from placewise.solver.policy import Policy, primary_vector
 from placewise.solver.problem.data import compile_problem
 
@@ -61,3 +64,38 @@ def test_a_solve_with_the_rack_search_is_valid_and_not_below_greedy(
     assert primary_vector(snap, plan, pol) >= primary_vector(snap, greedy, pol)
     if objective == "tiers":  # (the gpus stage is proven before the search)
         assert any(m.startswith("lns:") for m in caplog.messages)
+
+
+def test_the_search_ends_at_a_proven_bound() -> None:
+    """Once the LP beside it proves the incumbent optimal, no round runs."""
+    snap = _fragmented()
+    params = CpSatParams(workers=1, policy=Policy(objective="gpus"))
+    model = CPModel(compile_problem(snap), params)
+    start = model.hint(solve_greedy(snap))
+    hoods = neighbourhoods(model, params.policy.accelerators)
+    assert start is not None and hoods is not None
+    stage = model.stages[0]
+    search = RackSearch(model, hoods, seed=0)
+    search.settle_at(stage.value(start))
+    search.start(stage, start, time.perf_counter() + 5.0, threads=2)
+    search.wait()
+    assert search.result() == start and search.rounds == 0
+
+
+def test_the_lp_beside_the_search_bounds_the_stage() -> None:
+    """A large model's stage reports the LP relaxation's bound (or CP-SAT's,
+    when smaller): never below the stage's value, never above the LP."""
+    snap = _fragmented()
+    params = CpSatParams(workers=2, policy=Policy(objective="gpus"))
+    model = CPModel(compile_problem(snap), params)
+    start = model.hint(solve_greedy(snap))
+    hoods = neighbourhoods(model, params.policy.accelerators)
+    assert start is not None and hoods is not None
+    stage = model.stages[0]
+    objective = [(c, x.index) for c, x in stage.terms]
+    lp = run_highs(export(model.model, objective, None))
+    assert lp.bound is not None
+    search = RackSearch(model, hoods, seed=0)
+    _, found, bound = solve_stage(model, stage, start, 2.0, None, lns=search)
+    assert found is not None and model.satisfies(found)
+    assert bound is not None and stage.value(found) <= bound <= lp.bound + 1e-6
