@@ -37,8 +37,13 @@ TIER_WEIGHT = 3
 TOP_WEIGHT = 6
 """Time weight of the first GPU stage: the top tier is what a bound is read for."""
 PROOF_SHARE = 0.2
-"""Share of a stage's time the full model searches (and bounds) before the
-rack search takes over, when it runs (large models)."""
+"""Share of a stage's time the full model searches at least before the rack
+search takes over, when it runs (large models) ..."""
+PROOF_SHARE_MAX = 0.6
+"""... and at most, while it keeps finding better solutions: a stage whose
+improving move spans clusters or many racks is CP-SAT's to find."""
+STALL_SHARE = 0.1
+"""CP-SAT without a better solution for this share of the stage has stalled."""
 DUAL_SHARE = 0.25
 """Share of a GPU stage's time the relaxed model may use for its ceiling."""
 
@@ -108,6 +113,8 @@ class _Race:
         self.solver: cp_model.CpSolver | None = None
         self.search: RackSearch | None = None
         self.mip = mip
+        self.improved_at = time.perf_counter()
+        self._done = threading.Event()
         self._lock = threading.Lock()
         self._watch = threading.Thread(target=self._wait, daemon=True)
         self._watch.start()
@@ -145,8 +152,28 @@ class _Race:
 
     def found(self, objective: float) -> None:
         with self._lock:
+            if self.best is None or objective > self.best:
+                self.improved_at = time.perf_counter()
             self.best = objective if self.best is None else max(self.best, objective)
             self._maybe_stop()
+
+    def hand_over(self, earliest: float, stall: float) -> None:
+        """Stop CP-SAT once past ``earliest`` without a better solution for
+        ``stall`` seconds (in a thread; ends with the solve)."""
+
+        def watch() -> None:
+            while not self._done.wait(0.05):
+                now = time.perf_counter()
+                if now >= earliest and now - self.improved_at >= stall:
+                    with self._lock:
+                        if self.solver is not None:
+                            self.solver.stop_search()
+                    return
+
+        threading.Thread(target=watch, daemon=True).start()
+
+    def solved(self) -> None:
+        self._done.set()
 
     def finish(self, timeout: float) -> HighsResult | None:
         self._watch.join(max(timeout, 0.0))
@@ -187,13 +214,16 @@ def solve_stage(
         racer = _Race(model, stage, budget)
     elif lns is not None:
         racer = _Race(model, stage, budget, mip=False)
-    solver = solver_for(model, budget if lns is None else budget * PROOF_SHARE, det)
+    solver = solver_for(model, budget if lns is None else budget * PROOF_SHARE_MAX, det)
+    if lns is not None and racer is not None:
+        racer.hand_over(began + budget * PROOF_SHARE, budget * STALL_SHARE)
     if race:
         # HiGHS takes one of the workers.
         solver.parameters.num_workers = max(1, (model.params.workers or 2) - 1)
     if racer is not None:
         racer.solver = solver
         status = solver.solve(model.model, _Callback(racer))
+        racer.solved()
     else:
         status = solver.solve(model.model)
     found: dict[int, int] | None = None
