@@ -51,6 +51,8 @@ class Neighbourhoods:
     members: dict[Path, set[int]] = field(default_factory=dict)
     """Domain -> the variables a round that frees it frees (its own, its
     ancestors' and its descendants')."""
+    clusters: bool = False
+    """The model spans worker clusters (MultiKueue copies compete)."""
 
     def __post_init__(self) -> None:
         self.tagged = sorted(self.paths)
@@ -109,7 +111,8 @@ def neighbourhoods(
     domains = sorted(p for p in deepest if p)
     if len(domains) < MIN_DOMAINS:
         return None
-    return Neighbourhoods(paths, domains, dict(stranded))
+    clusters = any(wd.obj.exclusive is not None for wd in model.data.workloads)
+    return Neighbourhoods(paths, domains, dict(stranded), clusters=clusters)
 
 
 def _related(a: Path, b: Path) -> bool:
