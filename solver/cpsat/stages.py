@@ -36,17 +36,20 @@ TIER_WEIGHT = 3
 """Time weight of a GPU stage against a tie-break stage."""
 TOP_WEIGHT = 6
 """Time weight of the first GPU stage: the top tier is what a bound is read for."""
-PROOF_SHARE = 0.2
-"""Share of a stage's time the full model searches at least before the rack
-search takes over, when it runs (large models) ..."""
-PROOF_SHARE_MAX = 0.6
-"""... and, when the model spans worker clusters, at most this share while it
-keeps finding better solutions: a move of a gang to another cluster frees
-racks there and fills racks here, rarely one rack search round (on
-multi-cluster seed 3 the top tier was found only by CP-SAT, after 1.1 s of a
-3.3 s stage).  On one cluster the rack search pays from the fifth on
-(scale-1000, objective gpus, seeds 1-3: 4662/4690/4675 GPUs handing over at
-the fifth, 4647/4648/4643 holding while CP-SAT improved)."""
+PROOF_SHARE = 0.05
+"""Share of a stage's time the full model searches before the rack search
+takes over, when it runs (large models on one cluster): the LP beside it
+proves the bound, so the search may have the rest (scale-1000, objective
+gpus, CP-SAT seeds 1-6: median 4,691 GPUs at 0.05 with 6 domains a round,
+4,660 at 0.2 with 4; the tiers objective's figures the same)."""
+CLUSTERS_SHARE = (0.2, 0.6)
+"""When the model spans worker clusters: at least the first share, at most
+the second while CP-SAT keeps finding better solutions.  A gang's move to
+another cluster frees racks there and fills racks here, rarely one rack
+search round (on multi-cluster seed 3 the top tier was found only by
+CP-SAT, after 1.1 s of a 3.3 s stage).  On one cluster the rack search pays
+from the start (scale-1000, objective gpus, seeds 1-3: 4662/4690/4675 GPUs
+handing over at a fifth, 4647/4648/4643 holding while CP-SAT improved)."""
 STALL_SHARE = 0.1
 """CP-SAT without a better solution for this share of the stage has stalled."""
 DUAL_SHARE = 0.25
@@ -219,10 +222,12 @@ def solve_stage(
         racer = _Race(model, stage, budget)
     elif lns is not None:
         racer = _Race(model, stage, budget, mip=False)
-    hold = PROOF_SHARE_MAX if lns is not None and lns.hoods.clusters else PROOF_SHARE
-    solver = solver_for(model, budget if lns is None else budget * hold, det)
-    if lns is not None and racer is not None and hold > PROOF_SHARE:
-        racer.hand_over(began + budget * PROOF_SHARE, budget * STALL_SHARE)
+    least, most = PROOF_SHARE, PROOF_SHARE
+    if lns is not None and lns.hoods.clusters:
+        least, most = CLUSTERS_SHARE
+    solver = solver_for(model, budget if lns is None else budget * most, det)
+    if lns is not None and racer is not None and most > least:
+        racer.hand_over(began + budget * least, budget * STALL_SHARE)
     if race:
         # HiGHS takes one of the workers.
         solver.parameters.num_workers = max(1, (model.params.workers or 2) - 1)
