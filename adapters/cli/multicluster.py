@@ -9,10 +9,7 @@ workers' own names with ``cluster:`` on every admission and preemption;
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import sys
-from typing import Any
 
 from placewise.adapters.cli.common import solve_each
 from placewise.adapters.cli.status import status
@@ -29,6 +26,7 @@ from placewise.adapters.multicluster import (
 from placewise.adapters.multicluster.load import split_policy
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.models.plan import Plan
+from placewise.models.validate import Violation
 from placewise.solver.policy import Policy
 
 log = logging.getLogger("placewise")
@@ -106,29 +104,8 @@ def run_solve(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_validate(args: argparse.Namespace, plan: Plan) -> int:
+def check(args: argparse.Namespace, plan: Plan) -> tuple[list[Violation], str]:
+    """The violations of ``plan`` per worker and across them, and where it
+    was checked (for the report)."""
     fed = load(args)
-    violations = validate_clusters(fed, plan)
-    if args.format == "json":
-        report: dict[str, Any] = {
-            "feasible": not violations,
-            "admissions": len(plan.admissions),
-            "preemptions": len(plan.preemptions),
-            "pending": len(plan.pending),
-            "violations": [
-                {"rule": v.rule, "workload": v.workload, "message": v.message}
-                for v in violations
-            ],
-        }
-        print(json.dumps(report, indent=2))
-    elif violations:
-        for v in violations:
-            print(v)
-        print(f"plan is infeasible: {len(violations)} violation(s)", file=sys.stderr)
-    else:
-        print(
-            f"plan is feasible in {len(fed.workers)} cluster(s): "
-            f"{len(plan.admissions)} admission(s), {len(plan.preemptions)} "
-            f"preemption(s), {len(plan.pending)} pending"
-        )
-    return 1 if violations else 0
+    return validate_clusters(fed, plan), f" in {len(fed.workers)} cluster(s)"

@@ -59,10 +59,12 @@ def read_plan(path: str) -> Plan:
 
 def run(args: argparse.Namespace) -> int:
     if args.cluster:
-        return multicluster.run_validate(args, read_plan(args.plan))
-    snap = load(args.instances)
-    plan = read_plan(args.plan)
-    violations = validate(snap, plan)
+        plan = read_plan(args.plan)
+        violations, where = multicluster.check(args, plan)
+    else:
+        snap = load(args.instances)
+        plan = read_plan(args.plan)
+        violations, where = validate(snap, plan), ""
     if args.format == "json":
         print(json.dumps(_report(plan, violations), indent=2))
     elif violations:
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"plan is infeasible: {len(violations)} violation(s)", file=sys.stderr)
     else:
         print(
-            f"plan is feasible: {len(plan.admissions)} admission(s), "
+            f"plan is feasible{where}: {len(plan.admissions)} admission(s), "
             f"{len(plan.preemptions)} preemption(s), {len(plan.pending)} pending"
         )
     return 1 if violations else 0
