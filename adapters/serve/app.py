@@ -28,7 +28,7 @@ from placewise.adapters.serve.gangs import GangSources
 from placewise.adapters.serve.informer import Cache, Informer, key_of
 from placewise.adapters.serve.kube import Kube, Resource
 from placewise.adapters.serve.kueue_mode import KueueAdmitter
-from placewise.adapters.serve.leader import LeaderElector
+from placewise.adapters.serve.leader import elector
 from placewise.adapters.serve.metrics import Metrics
 from placewise.adapters.serve.preempt import Preemptor
 from placewise.adapters.serve.server import (
@@ -135,19 +135,12 @@ class Sidecar:
         self.cache = Cache()
         self.resources: dict[str, Resource] = {}
         self.informers: list[Informer] = []
-        self.leader: LeaderElector | None = None
-        if cfg.leader_elect:
-            self.leader = LeaderElector(
-                kube,
-                cfg.lease_namespace,
-                cfg.lease_name,
-                cfg.identity,
-                cfg.lease_duration,
-                cfg.renew_deadline,
-                cfg.retry_period,
-                on_change=lambda on: self._on_leader(on),
-                follow=cfg.lease_follow,
-            )
+        self.leader = elector(
+            kube,
+            cfg,
+            on_change=lambda on: self._on_leader(on),
+            follow=cfg.lease_follow,
+        )
         self.events = Recorder(kube, cfg.event_component, cfg.identity, self.leading)
         self.builder = SnapshotBuilder(self.cache, cfg, self.managed, self._sources)
         self.loop = SolveLoop(

@@ -14,13 +14,54 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from placewise.adapters.serve.events import micro_time
 from placewise.adapters.serve.kube import LEASES, ApiError, Kube
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.leader")
+
+
+class LeaseSettings(Protocol):
+    """What a sidecar's configuration says about leader election."""
+
+    @property
+    def leader_elect(self) -> bool: ...
+    @property
+    def lease_namespace(self) -> str: ...
+    @property
+    def lease_name(self) -> str: ...
+    @property
+    def identity(self) -> str: ...
+    @property
+    def lease_duration(self) -> float: ...
+    @property
+    def renew_deadline(self) -> float: ...
+    @property
+    def retry_period(self) -> float: ...
+
+
+def elector(
+    kube: Kube,
+    cfg: LeaseSettings,
+    on_change: Callable[[bool], None] | None = None,
+    follow: bool = False,
+) -> LeaderElector | None:
+    """The elector ``cfg`` asks for, or None when leader election is off."""
+    if not cfg.leader_elect:
+        return None
+    return LeaderElector(
+        kube,
+        cfg.lease_namespace,
+        cfg.lease_name,
+        cfg.identity,
+        cfg.lease_duration,
+        cfg.renew_deadline,
+        cfg.retry_period,
+        on_change=on_change,
+        follow=follow,
+    )
 
 
 class LeaderElector:

@@ -45,7 +45,7 @@ from placewise.adapters.multicluster import (
 from placewise.adapters.serve.app import discover
 from placewise.adapters.serve.informer import Cache, Informer
 from placewise.adapters.serve.kube import ApiError, Kube, Resource
-from placewise.adapters.serve.leader import LeaderElector
+from placewise.adapters.serve.leader import elector
 from placewise.adapters.serve.metrics import Metrics
 from placewise.models.cluster import KUEUE_GROUP
 from placewise.models.errors import InstanceError, Location
@@ -148,17 +148,7 @@ class Dispatcher:
         nominated its cluster."""
         self.solves = 0
         self.writes = 0
-        self.leader: LeaderElector | None = None
-        if cfg.leader_elect:
-            self.leader = LeaderElector(
-                manager,
-                cfg.lease_namespace,
-                cfg.lease_name,
-                cfg.identity,
-                cfg.lease_duration,
-                cfg.renew_deadline,
-                cfg.retry_period,
-            )
+        self.leader = elector(manager, cfg)
         self._last_run = 0.0
         self._stop = threading.Event()
         self._wake = threading.Event()
