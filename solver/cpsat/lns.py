@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -141,6 +141,8 @@ class RackSearch:
         self._threads: list[threading.Thread] = []
         self.best: dict[int, int] | None = None
         self.ceiling: int | None = None
+        self.listener: Callable[[int], None] | None = None
+        """Told each better stage value the loop reaches."""
 
     def _pick(self, values: dict[int, int], rng: random.Random) -> list[Path]:
         """Domains to free, at random, weighted by the GPUs stranded there."""
@@ -222,13 +224,17 @@ class RackSearch:
             found = None
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 found = dict(enumerate(solver.response_proto.solution))
+            value = stage.value(found) if found is not None else None
             with self._lock:
                 self._solvers.remove(solver)
                 self.rounds += 1
                 assert self.best is not None
-                if found is not None and stage.value(found) > stage.value(self.best):
+                better = value is not None and value > stage.value(self.best)
+                if better:
                     self.best = found
                     self.improved += 1
+            if better and value is not None and self.listener is not None:
+                self.listener(value)
 
 
 class _SubModel:

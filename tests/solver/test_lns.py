@@ -99,3 +99,23 @@ def test_the_lp_beside_the_search_bounds_the_stage() -> None:
     _, found, bound = solve_stage(model, stage, start, 2.0, None, lns=search)
     assert found is not None and model.satisfies(found)
     assert bound is not None and stage.value(found) <= bound <= lp.bound + 1e-6
+
+
+def test_the_prover_beside_the_search_never_bounds_below_the_optimum() -> None:
+    """On one cluster CP-SAT only proves (lower-bound tree search) while the
+    rack search finds: the stage's bound is at least the optimum HiGHS's MIP
+    proves on the same rows, and at least the plan's value."""
+    snap = _fragmented()
+    params = CpSatParams(workers=2, policy=Policy(objective="gpus"))
+    model = CPModel(compile_problem(snap), params)
+    start = model.hint(solve_greedy(snap))
+    hoods = neighbourhoods(model, params.policy.accelerators)
+    assert start is not None and hoods is not None and not hoods.clusters
+    stage = model.stages[0]
+    objective = [(c, x.index) for c, x in stage.terms]
+    mip = run_highs(export(model.model, objective, set(range(model.size))), 60.0)
+    assert mip.status == "Optimal" and mip.objective is not None
+    search = RackSearch(model, hoods, seed=0)
+    _, found, bound = solve_stage(model, stage, start, 2.0, None, lns=search)
+    assert found is not None and model.satisfies(found)
+    assert bound is not None and bound >= round(mip.objective) >= stage.value(found)
