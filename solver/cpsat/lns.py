@@ -179,12 +179,16 @@ class RackSearch:
         for t in self._threads:
             t.join()
 
-    def result(self) -> dict[int, int] | None:
-        """Stop the loop; the best values it reached (the start included)."""
+    def stop(self) -> None:
+        """End the loop soon (without waiting for it)."""
         self._stop.set()
         with self._lock:
             for solver in self._solvers:
                 solver.stop_search()
+
+    def result(self) -> dict[int, int] | None:
+        """Stop the loop; the best values it reached (the start included)."""
+        self.stop()
         for t in self._threads:
             t.join()
         return self.best

@@ -12,7 +12,7 @@ the top one 12, tie-breaks 1) over the stages left, so a stage that ends
 early hands its time to the next.  Small models race HiGHS's MIP beside
 CP-SAT on each GPU stage.  Large ones run HiGHS's LP relaxation beside it
 and the rack search (:mod:`.lns`): on one cluster from the start, CP-SAT
-only proving (:func:`prover_for`); across worker clusters after CP-SAT's
+only proving (:func:`.race.prover_for`); across worker clusters after CP-SAT's
 own search has had a share of the stage.
 """
 
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.export import export
 from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.cpsat.objective import Stage
-from placewise.solver.highs import HighsResult, Running
+from placewise.solver.cpsat.race import Callback, Proofs, Prover, Race, solver_for
+from placewise.solver.highs import HighsResult
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -48,7 +48,7 @@ better solutions — and the rack search has the rest.  A gang's move to
 another cluster frees racks there and fills racks here, rarely one rack
 search round (on multi-cluster seed 3 the top tier was found only by
 CP-SAT, after 1.1 s of a 3.3 s stage).  On one cluster the rack search pays
-from the start, and CP-SAT only proves (:func:`prover_for`)."""
+from the start, and CP-SAT only proves (:func:`.race.prover_for`)."""
 STALL_SHARE = 0.1
 """CP-SAT without a better solution for this share of the stage has stalled."""
 DUAL_SHARE = 0.25
@@ -72,157 +72,6 @@ class StageResult:
 Progress = Callable[[str], None]
 
 
-def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpSolver:
-    params = model.params
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.max_time_in_seconds = max(budget, 0.05)
-    if det is not None:
-        # Deterministic work alone decides when to stop: a wall-clock limit
-        # would make the plan depend on the machine's load.
-        p.max_time_in_seconds = 3600.0
-        p.max_deterministic_time = det
-        # The same plan for any number of workers: the subsolvers run
-        # interleaved in a fixed order instead of racing.
-        p.interleave_search = True
-        p.num_workers = 8
-    elif params.workers:
-        p.num_workers = params.workers
-    p.random_seed = params.seed
-    p.cp_model_probing_level = 0
-    p.max_presolve_iterations = 1
-    p.log_search_progress = False
-    return solver
-
-
-def prover_for(model: CPModel, budget: float) -> cp_model.CpSolver:
-    """One CP-SAT worker that proves the stage's bound while the rack search
-    finds its solutions: the lower-bound tree search, after a presolve with
-    probing (without it the root stays at the LP's bound).  At 1,000 hosts
-    it proves in 5-8 s what the LP relaxation cannot: scale-1000 seed 1,
-    objective gpus, 3,109 over the running GPUs where the LP says 3,148 and
-    the best plan found in 60 s has 3,105."""
-    solver = solver_for(model, budget, None)
-    p = solver.parameters
-    p.num_workers = 1
-    p.optimize_with_lb_tree_search = True
-    p.cp_model_probing_level = 2
-    return solver
-
-
-class _Race:
-    """CP-SAT and, beside it, HiGHS on the same rows — the MIP (small
-    models) or the LP relaxation (large ones: its bound, in well under a
-    second, is what CP-SAT's own search proves only with most of the stage,
-    so the rack search can have the time): whichever proves or finds more
-    wins; each stops the other once the stage is settled."""
-
-    def __init__(
-        self, model: CPModel, stage: Stage, budget: float, mip: bool = True
-    ) -> None:
-        objective = [(c, x.index) for c, x in stage.terms]
-        integer = set(range(model.size)) if mip else None
-        self.highs: Running | None = None
-        try:
-            arrays = export(model.model, objective, integer)
-        except ValueError as exc:
-            log.debug("no HiGHS beside CP-SAT: %s", exc)
-        else:
-            self.highs = Running(arrays, max(budget, 0.1), want_x=mip)
-        self.bound: float | None = None
-        self.best: float | None = None
-        self.answer: HighsResult | None = None
-        self.solver: cp_model.CpSolver | None = None
-        self.search: RackSearch | None = None
-        self.mip = mip
-        self.improved_at = time.perf_counter()
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-        self._watch = threading.Thread(target=self._wait, daemon=True)
-        self._watch.start()
-
-    def _wait(self) -> None:
-        if self.highs is None:
-            return
-        got = self.highs.result()
-        with self._lock:
-            self.answer = got
-            if got is not None and got.bound is not None:
-                self._tighten(got.bound)
-            self._maybe_stop()
-
-    def _tighten(self, bound: float) -> None:
-        self.bound = bound if self.bound is None else min(self.bound, bound)
-
-    def proved(self, bound: float) -> None:
-        """CP-SAT's proven bound moved (its best-bound callback)."""
-        with self._lock:
-            self._tighten(bound)
-            self._maybe_stop()
-
-    def _maybe_stop(self) -> None:
-        settled = (
-            self.mip and self.answer is not None and self.answer.status == "Optimal"
-        )
-        reached = (
-            self.bound is not None
-            and self.best is not None
-            and self.best >= self.bound - 1e-6
-        )
-        if (settled or reached) and self.solver is not None:
-            self.solver.stop_search()
-        if self.search is not None and self.bound is not None:
-            self.search.settle_at(int(self.bound + 1e-6))
-
-    def watch(self, search: RackSearch) -> None:
-        """Stop ``search`` too once its incumbent reaches the bound."""
-        with self._lock:
-            self.search = search
-            if self.bound is not None:
-                search.settle_at(int(self.bound + 1e-6))
-
-    def found(self, objective: float) -> None:
-        with self._lock:
-            if self.best is None or objective > self.best:
-                self.improved_at = time.perf_counter()
-            self.best = objective if self.best is None else max(self.best, objective)
-            self._maybe_stop()
-
-    def hand_over(self, earliest: float, stall: float) -> None:
-        """Stop CP-SAT once past ``earliest`` without a better solution for
-        ``stall`` seconds (in a thread; ends with the solve)."""
-
-        def watch() -> None:
-            while not self._done.wait(0.05):
-                now = time.perf_counter()
-                if now >= earliest and now - self.improved_at >= stall:
-                    with self._lock:
-                        if self.solver is not None:
-                            self.solver.stop_search()
-                    return
-
-        threading.Thread(target=watch, daemon=True).start()
-
-    def solved(self) -> None:
-        self._done.set()
-
-    def finish(self, timeout: float) -> HighsResult | None:
-        self._watch.join(max(timeout, 0.0))
-        if self.highs is not None:
-            self.highs.stop()
-        self._watch.join(1.0)
-        return self.answer
-
-
-class _Callback(cp_model.CpSolverSolutionCallback):
-    def __init__(self, race: _Race) -> None:
-        super().__init__()
-        self.race = race
-
-    def on_solution_callback(self) -> None:
-        self.race.found(self.objective_value)
-
-
 def solve_stage(
     model: CPModel,
     stage: Stage,
@@ -231,61 +80,42 @@ def solve_stage(
     det: float | None,
     race: bool = False,
     lns: RackSearch | None = None,
+    proofs: Proofs | None = None,
 ) -> tuple[str, dict[int, int] | None, int | None]:
     """Maximise one stage: (status, values, proven bound).  ``race``: HiGHS's
     MIP runs beside CP-SAT; ``lns``: the rack search runs beside CP-SAT,
-    which only proves (one cluster), or follows it (several)."""
+    which only proves (one cluster, :func:`prove_and_search`), or follows
+    it (several)."""
     began = time.perf_counter()
     model.model.maximize(sum(c * x for c, x in stage.terms))
     model.model.clear_hints()  # type: ignore[no-untyped-call]
     if values is not None:
         for i, val in values.items():
             model.model.add_hint(model.model.get_int_var_from_proto_index(i), val)
+    if lns is not None and not lns.hoods.clusters and values is not None:
+        return prove_and_search(model, stage, values, budget, lns, proofs)
     racer = None
     if race:
-        racer = _Race(model, stage, budget)
+        racer = Race(model, stage, budget)
     elif lns is not None:
-        racer = _Race(model, stage, budget, mip=False)
-    beside = lns is not None and not lns.hoods.clusters and values is not None
+        racer = Race(model, stage, budget, mip=False)
     workers = model.params.workers or 2
-    if beside:
-        assert lns is not None and racer is not None and values is not None
-        solver = prover_for(model, budget)
-        solver.best_bound_callback = racer.proved
-        lns.listener = racer.found
-        racer.watch(lns)
-        racer.found(stage.value(values))
-        lns.start(stage, values, began + budget, max(1, workers - 1))
-    elif lns is not None:
-        least, most = CLUSTERS_SHARE
-        solver = solver_for(model, budget * most, det)
-        assert racer is not None
+    least, most = CLUSTERS_SHARE if lns is not None else (1.0, 1.0)
+    solver = solver_for(model, budget * most, det)
+    if proofs is not None and proofs.alive():
+        solver.parameters.num_workers = max(1, workers - 1)
+    if lns is not None and racer is not None:
         racer.hand_over(began + budget * least, budget * STALL_SHARE)
-    else:
-        solver = solver_for(model, budget, det)
     if race:
         # HiGHS takes one of the workers.
         solver.parameters.num_workers = max(1, workers - 1)
     if racer is not None:
         racer.solver = solver
-        status = solver.solve(model.model, _Callback(racer))
+        status = solver.solve(model.model, Callback(racer))
         racer.solved()
     else:
         status = solver.solve(model.model)
-    found: dict[int, int] | None = None
-    bound: int | None = None
-    kind = "NO_SOLUTION"
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        found = {
-            i: solver.value(model.model.get_int_var_from_proto_index(i))
-            for i in range(model.size)
-        }
-        kind = "OPTIMAL" if status == cp_model.OPTIMAL else "FEASIBLE"
-        bound = (
-            stage.value(found)
-            if status == cp_model.OPTIMAL
-            else int(solver.best_objective_bound + 1e-6)
-        )
+    found, kind, bound = _read(model, stage, solver, status)
     if race and racer is not None:
         found, kind, bound = _settle(
             model,
@@ -297,38 +127,98 @@ def solve_stage(
         )
     start = found if found is not None else values
     settled = bound is not None and start is not None and stage.value(start) >= bound
-    searching = lns is not None and not beside and kind != "OPTIMAL"
-    if searching and start is not None and not settled:
+    if lns is not None and kind != "OPTIMAL" and start is not None and not settled:
         # CP-SAT had its share; the rack search improves its incumbent for
         # the rest, until the LP's bound (still running, maybe) says it
         # cannot.
-        assert lns is not None and racer is not None
+        assert racer is not None
         if bound is not None:
             lns.settle_at(bound)
         racer.watch(lns)
         lns.start(stage, start, began + budget, workers)
         lns.wait()
-    if lns is not None and lns.best is not None:
         searched = lns.result()
         log.info("lns: %d rounds, %d improving", lns.rounds, lns.improved)
-        if searched is not None and (
-            found is None or stage.value(searched) > stage.value(found)
-        ):
+        if searched is not None and stage.value(searched) > stage.value(start):
             found, kind = searched, "FEASIBLE"
     if not race and racer is not None:
         answer = racer.finish(0.0)
         found, kind, bound = _settle(model, stage, answer, found, kind, bound)
-    if racer is not None and racer.bound is not None:
-        # CP-SAT's bound as its callback last reported it: kept even when
-        # the prover ends without a solution of its own.
-        proven = int(racer.bound + 1e-6)
-        bound = proven if bound is None else min(bound, proven)
+    return _verdict(stage, found, kind, bound)
+
+
+def _read(
+    model: CPModel,
+    stage: Stage,
+    solver: cp_model.CpSolver,
+    status: cp_model.CpSolverStatus,
+) -> tuple[dict[int, int] | None, str, int | None]:
+    """CP-SAT's answer: (values, status, proven bound)."""
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, "NO_SOLUTION", None
+    found = {
+        i: solver.value(model.model.get_int_var_from_proto_index(i))
+        for i in range(model.size)
+    }
+    if status == cp_model.OPTIMAL:
+        return found, "OPTIMAL", stage.value(found)
+    return found, "FEASIBLE", int(solver.best_objective_bound + 1e-6)
+
+
+def _verdict(
+    stage: Stage, found: dict[int, int] | None, kind: str, bound: int | None
+) -> tuple[str, dict[int, int] | None, int | None]:
     if found is None:
         return "NO_SOLUTION", None, bound
     best = stage.value(found)
     if bound is not None and bound <= best:
         kind = "OPTIMAL"
     return kind, found, None if bound is None else max(bound, best)
+
+
+def prove_and_search(
+    model: CPModel,
+    stage: Stage,
+    values: dict[int, int],
+    budget: float,
+    lns: RackSearch,
+    proofs: Proofs | None = None,
+) -> tuple[str, dict[int, int] | None, int | None]:
+    """One cluster: the rack search finds (every core but one), CP-SAT
+    proves on the last, HiGHS's LP beside them settles the stage early when
+    the relaxation is tight.  With ``proofs`` the prover keeps running after
+    the stage until ``proofs.until`` (the caller reads its bound then)."""
+    began = time.perf_counter()
+    racer = Race(model, stage, budget, mip=False)
+    lns.listener = racer.found
+    racer.watch(lns)
+    racer.found(stage.value(values))
+    seconds = budget if proofs is None else max(budget, proofs.until - began)
+    prover = Prover(model, stage, seconds, racer)
+
+    def stop_when_proven() -> None:
+        # A prover that ends inside the stage has proven its bound: the
+        # search cannot improve on it.
+        if prover.done.wait(budget):
+            lns.stop()
+
+    threading.Thread(target=stop_when_proven, daemon=True).start()
+    lns.start(stage, values, began + budget, max(1, (model.params.workers or 2) - 1))
+    lns.wait()
+    found = lns.result()
+    log.info("lns: %d rounds, %d improving", lns.rounds, lns.improved)
+    racer.finish(0.0)
+    if proofs is not None and not prover.done.is_set():
+        proofs.running.append(prover)
+        bound = prover.bound()
+    else:
+        bound = prover.finish()
+        theirs = prover.values()
+        if theirs is not None and (
+            found is None or stage.value(theirs) > stage.value(found)
+        ):
+            found = theirs
+    return _verdict(stage, found, "FEASIBLE", bound)
 
 
 def _settle(
@@ -374,6 +264,9 @@ def run_stages(
         weights[0] = TOP_WEIGHT
     det_total = model.params.deterministic_time
     hoods = neighbourhoods(model, model.params.policy.accelerators) if lns else None
+    # The last GPU stage's prover may keep proving while the tie-breaks run.
+    proofs = Proofs(until=deadline)
+    last_gpus = max((k for k, s in enumerate(stages) if s.gpus), default=-1)
     for k, stage in enumerate(stages):
         began = time.perf_counter()
         expr = sum(c * x for c, x in stage.terms)
@@ -412,7 +305,14 @@ def run_stages(
             if hoods is not None and stage.gpus and det is None:
                 search = RackSearch(model, hoods, model.params.seed + k)
             status, found, bound = solve_stage(
-                model, stage, values, remaining, det, race and bool(stage.gpus), search
+                model,
+                stage,
+                values,
+                remaining,
+                det,
+                race and bool(stage.gpus),
+                search,
+                proofs if k >= last_gpus else None,
             )
             if found is not None and (current is None or stage.value(found) > current):
                 # Only a strictly better solution replaces the incumbent: one
@@ -441,4 +341,18 @@ def run_stages(
                 f"{stage.name}: {r.status} {r.value} (bound {r.bound}, relaxed "
                 f"{r.relaxed_bound}), {r.seconds:.1f}s"
             )
+    for prover in proofs.running:
+        _proved_later(results, prover)
     return values, results
+
+
+def _proved_later(results: list[StageResult], prover: Prover) -> None:
+    """A stage's bound as its prover reached it after the stage ended."""
+    proven = prover.finish()
+    for r in results:
+        if r.stage is prover.stage and proven is not None and r.value is not None:
+            r.bound = proven if r.bound is None else min(r.bound, proven)
+            r.bound = max(r.bound, r.value)
+            if r.bound <= r.value:
+                r.status = "OPTIMAL"
+            log.info("%s: bound %d after the tie-breaks", r.stage.name, r.bound)
