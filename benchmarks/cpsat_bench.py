@@ -6,7 +6,9 @@ highest first), the optimizer under the ``tiers`` objective (its tier vector
 and the proven bound on each tier; the top tier's gap), the optimizer under
 the ``gpus`` objective (total GPUs vs its proven bound), and the model's LP
 bound on GPUs (``placewise bound``).  Each optimizer run is repeated
-``--runs`` times; the table shows the median run (by top-tier GPUs, then
+``--runs`` times, run r with CP-SAT seed r (the rack search and the
+prover are randomised: repeating one seed measures the machine's timing,
+not the solver); the table shows the median run (by top-tier GPUs, then
 wall time).  Every plan goes through the validator.  Family parameters are
 fixed in ``benchmarks/configs``.
 
@@ -40,7 +42,8 @@ snap = load_snapshot([sys.argv[1]])
 pol = Policy(objective=sys.argv[5])
 t = time.perf_counter()
 plan = solve(snap, SolveParams(solver=sys.argv[2], time_limit=float(sys.argv[3]),
-                               workers=int(sys.argv[4]), policy=pol))
+                               workers=int(sys.argv[4]), policy=pol,
+                               seed=int(sys.argv[6])))
 wall = time.perf_counter() - t
 print(json.dumps({
     "wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -106,14 +109,14 @@ def main(argv: list[str] | None = None) -> int:
             for seed in (int(s) for s in args.seeds.split(",")):
                 path = Path(tmp) / f"{fam}-{seed}.json"
                 write(generate(family(fam), seed), path, "json")
-                greedy = run(CHILD, str(path), "greedy", limit, workers, "tiers")
+                greedy = run(CHILD, str(path), "greedy", limit, workers, "tiers", "0")
                 tiered = [
-                    run(CHILD, str(path), "cpsat", limit, workers, "tiers")
-                    for _ in range(args.runs)
+                    run(CHILD, str(path), "cpsat", limit, workers, "tiers", str(r))
+                    for r in range(args.runs)
                 ]
                 total = [
-                    run(CHILD, str(path), "cpsat", limit, workers, "gpus")
-                    for _ in range(args.runs)
+                    run(CHILD, str(path), "cpsat", limit, workers, "gpus", str(r))
+                    for r in range(args.runs)
                 ]
                 lp = "-"
                 if not args.no_lp:
