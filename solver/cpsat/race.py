@@ -198,6 +198,9 @@ class Prover:
     def _run(self) -> None:
         try:
             self.status = self.solver.solve(self.copy, Callback(self.racer))
+            if self.status != cp_model.MODEL_INVALID:
+                # The bound it ended with, reported or not.
+                self.racer.proved(self.solver.best_objective_bound)
         finally:
             self.done.set()
 

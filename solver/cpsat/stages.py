@@ -342,11 +342,11 @@ def run_stages(
                 f"{r.relaxed_bound}), {r.seconds:.1f}s"
             )
     for prover in proofs.running:
-        _proved_later(results, prover)
+        proved_later(results, prover)
     return values, results
 
 
-def _proved_later(results: list[StageResult], prover: Prover) -> None:
+def proved_later(results: list[StageResult], prover: Prover) -> None:
     """A stage's bound as its prover reached it after the stage ended."""
     proven = prover.finish()
     for r in results:

@@ -19,7 +19,8 @@ from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.cpsat.export import export
 from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
 from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.stages import solve_stage
+from placewise.solver.cpsat.race import Proofs
+from placewise.solver.cpsat.stages import StageResult, proved_later, solve_stage
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.highs import run_highs
 from placewise.solver.policy import Policy, primary_vector
@@ -119,3 +120,29 @@ def test_the_prover_beside_the_search_never_bounds_below_the_optimum() -> None:
     _, found, bound = solve_stage(model, stage, start, 2.0, None, lns=search)
     assert found is not None and model.satisfies(found)
     assert bound is not None and bound >= round(mip.objective) >= stage.value(found)
+
+
+def test_a_prover_outliving_its_stage_still_bounds_it() -> None:
+    """The last GPU stage's prover keeps proving after the stage (while the
+    tie-breaks run): the bound read then is still at least the optimum."""
+    snap = _fragmented()
+    params = CpSatParams(workers=2, policy=Policy(objective="gpus"))
+    model = CPModel(compile_problem(snap), params)
+    start = model.hint(solve_greedy(snap))
+    hoods = neighbourhoods(model, params.policy.accelerators)
+    assert start is not None and hoods is not None
+    stage = model.stages[0]
+    objective = [(c, x.index) for c, x in stage.terms]
+    mip = run_highs(export(model.model, objective, set(range(model.size))), 60.0)
+    assert mip.status == "Optimal" and mip.objective is not None
+    proofs = Proofs(until=time.perf_counter() + 30.0)
+    search = RackSearch(model, hoods, seed=0)
+    kind, found, _ = solve_stage(
+        model, stage, start, 0.01, None, lns=search, proofs=proofs
+    )
+    assert found is not None and [p.stage for p in proofs.running] == [stage]
+    proofs.running[0].done.wait(20.0)
+    result = StageResult(stage, kind, stage.value(found), None, 0.0)
+    proved_later([result], proofs.running[0])
+    assert result.bound is not None and result.bound >= round(mip.objective)
+    assert result.bound >= stage.value(found)
