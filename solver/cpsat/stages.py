@@ -185,30 +185,31 @@ def prove_and_search(
     proofs: Proofs | None = None,
 ) -> tuple[str, dict[int, int] | None, int | None]:
     """One cluster: the rack search finds (every core but one), CP-SAT
-    proves on the last, HiGHS's LP beside them settles the stage early when
-    the relaxation is tight.  With ``proofs`` the prover keeps running after
-    the stage until ``proofs.until`` (the caller reads its bound then)."""
+    proves on the last (none with one worker: the LP's bound then), HiGHS's
+    LP beside them settles the stage early when the relaxation is tight.
+    With ``proofs`` the prover keeps running after the stage until
+    ``proofs.until`` (the caller reads its bound then)."""
     began = time.perf_counter()
+    workers = model.params.workers or 2
     racer = Race(model, stage, budget, mip=False)
     lns.listener = racer.found
     racer.watch(lns)
     racer.found(stage.value(values))
-    seconds = budget if proofs is None else max(budget, proofs.until - began)
-    prover = Prover(model, stage, seconds, racer)
-
-    def stop_when_proven() -> None:
-        # A prover that ends inside the stage has proven its bound: the
-        # search cannot improve on it.
-        if prover.done.wait(budget):
-            lns.stop()
-
-    threading.Thread(target=stop_when_proven, daemon=True).start()
-    lns.start(stage, values, began + budget, max(1, (model.params.workers or 2) - 1))
+    prover = None
+    if workers > 1:
+        seconds = budget if proofs is None else max(budget, proofs.until - began)
+        prover = Prover(model, stage, seconds, racer)
+        threading.Thread(
+            target=_stop_when_proven, args=(prover, lns, budget), daemon=True
+        ).start()
+    lns.start(stage, values, began + budget, max(1, workers - 1))
     lns.wait()
     found = lns.result()
     log.info("lns: %d rounds, %d improving", lns.rounds, lns.improved)
     racer.finish(0.0)
-    if proofs is not None and not prover.done.is_set():
+    if prover is None:
+        bound = None if racer.bound is None else int(racer.bound + 1e-6)
+    elif proofs is not None and not prover.done.is_set():
         proofs.running.append(prover)
         bound = prover.bound()
     else:
@@ -219,6 +220,13 @@ def prove_and_search(
         ):
             found = theirs
     return _verdict(stage, found, "FEASIBLE", bound)
+
+
+def _stop_when_proven(prover: Prover, lns: RackSearch, budget: float) -> None:
+    """A prover that ends inside the stage has proven its bound (or its own
+    solution optimal): the search cannot improve on it."""
+    if prover.done.wait(budget):
+        lns.stop()
 
 
 def _settle(
