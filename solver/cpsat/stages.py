@@ -102,13 +102,11 @@ def solve_stage(
     workers = model.params.workers or 2
     least, most = CLUSTERS_SHARE if lns is not None else (1.0, 1.0)
     solver = solver_for(model, budget * most, det)
-    if proofs is not None and proofs.alive():
+    if race or (proofs is not None and proofs.alive()):
+        # HiGHS, or a prover still at work, takes one of the workers.
         solver.parameters.num_workers = max(1, workers - 1)
     if lns is not None and racer is not None:
         racer.hand_over(began + budget * least, budget * STALL_SHARE)
-    if race:
-        # HiGHS takes one of the workers.
-        solver.parameters.num_workers = max(1, workers - 1)
     if racer is not None:
         racer.solver = solver
         status = solver.solve(model.model, Callback(racer))

@@ -17,8 +17,9 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
+from placewise.solver.cpsat.lns import Neighbourhoods, RackSearch, neighbourhoods
 from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.objective import Stage
 from placewise.solver.cpsat.race import Proofs
 from placewise.solver.cpsat.stages import StageResult, proved_later, solve_stage
 from placewise.solver.greedy import solve_greedy
@@ -32,15 +33,33 @@ def _fragmented() -> Snapshot:
     return snapshot_from_text(dumps(generate(config, 2)))
 
 
-def test_rounds_keep_the_model_satisfied_and_never_lose_ground() -> None:
+def _gpus_stage(
+    workers: int,
+) -> tuple[CPModel, dict[int, int], Neighbourhoods, Stage]:
+    """The fragmented instance's model under ``objective: gpus``, the
+    greedy's plan as its values, its racks, and its one GPU stage."""
     snap = _fragmented()
-    params = CpSatParams(workers=1, policy=Policy(objective="gpus"))
+    params = CpSatParams(workers=workers, policy=Policy(objective="gpus"))
     model = CPModel(compile_problem(snap), params)
     start = model.hint(solve_greedy(snap))
-    assert start is not None
     hoods = neighbourhoods(model, params.policy.accelerators)
-    assert hoods is not None and len(hoods.domains) >= 6
-    stage = model.stages[0]
+    assert start is not None and hoods is not None and not hoods.clusters
+    return model, start, hoods, model.stages[0]
+
+
+@pytest.fixture(scope="module")
+def optimum() -> int:
+    """The GPU stage's optimum, proven by HiGHS's MIP on the same rows."""
+    model, _, _, stage = _gpus_stage(2)
+    objective = [(c, x.index) for c, x in stage.terms]
+    mip = run_highs(export(model.model, objective, set(range(model.size))), 60.0)
+    assert mip.status == "Optimal" and mip.objective is not None
+    return round(mip.objective)
+
+
+def test_rounds_keep_the_model_satisfied_and_never_lose_ground() -> None:
+    model, start, hoods, stage = _gpus_stage(1)
+    assert len(hoods.domains) >= 6
     search = RackSearch(model, hoods, seed=0)
     search.start(stage, start, time.perf_counter() + 1.5, threads=2)
     search.wait()
@@ -69,13 +88,7 @@ def test_a_solve_with_the_rack_search_is_valid_and_not_below_greedy(
 
 def test_the_search_ends_at_a_proven_bound() -> None:
     """Once the LP beside it proves the incumbent optimal, no round runs."""
-    snap = _fragmented()
-    params = CpSatParams(workers=1, policy=Policy(objective="gpus"))
-    model = CPModel(compile_problem(snap), params)
-    start = model.hint(solve_greedy(snap))
-    hoods = neighbourhoods(model, params.policy.accelerators)
-    assert start is not None and hoods is not None
-    stage = model.stages[0]
+    model, start, hoods, stage = _gpus_stage(1)
     search = RackSearch(model, hoods, seed=0)
     search.settle_at(stage.value(start))
     search.start(stage, start, time.perf_counter() + 5.0, threads=2)
@@ -86,13 +99,7 @@ def test_the_search_ends_at_a_proven_bound() -> None:
 def test_the_lp_beside_the_search_bounds_the_stage() -> None:
     """A large model's stage reports the LP relaxation's bound (or CP-SAT's,
     when smaller): never below the stage's value, never above the LP."""
-    snap = _fragmented()
-    params = CpSatParams(workers=2, policy=Policy(objective="gpus"))
-    model = CPModel(compile_problem(snap), params)
-    start = model.hint(solve_greedy(snap))
-    hoods = neighbourhoods(model, params.policy.accelerators)
-    assert start is not None and hoods is not None
-    stage = model.stages[0]
+    model, start, hoods, stage = _gpus_stage(2)
     objective = [(c, x.index) for c, x in stage.terms]
     lp = run_highs(export(model.model, objective, None))
     assert lp.bound is not None
@@ -102,39 +109,23 @@ def test_the_lp_beside_the_search_bounds_the_stage() -> None:
     assert bound is not None and stage.value(found) <= bound <= lp.bound + 1e-6
 
 
-def test_the_prover_beside_the_search_never_bounds_below_the_optimum() -> None:
+def test_the_prover_beside_the_search_never_bounds_below_the_optimum(
+    optimum: int,
+) -> None:
     """On one cluster CP-SAT only proves (lower-bound tree search) while the
     rack search finds: the stage's bound is at least the optimum HiGHS's MIP
     proves on the same rows, and at least the plan's value."""
-    snap = _fragmented()
-    params = CpSatParams(workers=2, policy=Policy(objective="gpus"))
-    model = CPModel(compile_problem(snap), params)
-    start = model.hint(solve_greedy(snap))
-    hoods = neighbourhoods(model, params.policy.accelerators)
-    assert start is not None and hoods is not None and not hoods.clusters
-    stage = model.stages[0]
-    objective = [(c, x.index) for c, x in stage.terms]
-    mip = run_highs(export(model.model, objective, set(range(model.size))), 60.0)
-    assert mip.status == "Optimal" and mip.objective is not None
+    model, start, hoods, stage = _gpus_stage(2)
     search = RackSearch(model, hoods, seed=0)
     _, found, bound = solve_stage(model, stage, start, 2.0, None, lns=search)
     assert found is not None and model.satisfies(found)
-    assert bound is not None and bound >= round(mip.objective) >= stage.value(found)
+    assert bound is not None and bound >= optimum >= stage.value(found)
 
 
-def test_a_prover_outliving_its_stage_still_bounds_it() -> None:
+def test_a_prover_outliving_its_stage_still_bounds_it(optimum: int) -> None:
     """The last GPU stage's prover keeps proving after the stage (while the
     tie-breaks run): the bound read then is still at least the optimum."""
-    snap = _fragmented()
-    params = CpSatParams(workers=2, policy=Policy(objective="gpus"))
-    model = CPModel(compile_problem(snap), params)
-    start = model.hint(solve_greedy(snap))
-    hoods = neighbourhoods(model, params.policy.accelerators)
-    assert start is not None and hoods is not None
-    stage = model.stages[0]
-    objective = [(c, x.index) for c, x in stage.terms]
-    mip = run_highs(export(model.model, objective, set(range(model.size))), 60.0)
-    assert mip.status == "Optimal" and mip.objective is not None
+    model, start, hoods, stage = _gpus_stage(2)
     proofs = Proofs(until=time.perf_counter() + 30.0)
     search = RackSearch(model, hoods, seed=0)
     kind, found, _ = solve_stage(
@@ -144,5 +135,5 @@ def test_a_prover_outliving_its_stage_still_bounds_it() -> None:
     proofs.running[0].done.wait(20.0)
     result = StageResult(stage, kind, stage.value(found), None, 0.0)
     proved_later([result], proofs.running[0])
-    assert result.bound is not None and result.bound >= round(mip.objective)
+    assert result.bound is not None and result.bound >= optimum
     assert result.bound >= stage.value(found)
