@@ -56,7 +56,14 @@ class SolveParams:
 
 
 def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
-    params = params or SolveParams()
+    """The plan of the chosen solver, every victim in it needed by its
+    preemptor (:mod:`placewise.solver.settle`)."""
+    from placewise.solver.settle import settle_preemptions
+
+    return settle_preemptions(snapshot, _solve(snapshot, params or SolveParams()))
+
+
+def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
     if isinstance(snapshot, MultiSnapshot):
         if params.solver in ("kube-default", "binpack-gang"):
             raise ValueError(f"{params.solver} knows nothing of several clusters")

@@ -74,6 +74,10 @@ RULES: dict[str, str] = {
     "preemption.reason": "the reason contradicts the queues or their policy",
     "preemption.fair-sharing": "under fair sharing, a victim in another queue that "
     "neither the preemptor's nominal quota nor a configured strategy justifies",
+    "preemption.unneeded": "with the victim back, its admitted preemptor still has "
+    "room and quota (Kueue's fill-back would keep it)",
+    "preemption.room-elsewhere": "a victim's freed room on a leaf serves a "
+    "ClusterQueue that may not preempt it",
 }
 """Every rule id the validator reports, with what it means."""
 

@@ -19,6 +19,7 @@ from placewise.models.validate.context import (
     running_tas_flavor,
 )
 from placewise.models.validate.domains import FlavorDomains, Path, show
+from placewise.models.workload import Workload
 
 LeafKey = tuple[str, ...]
 """("node", name) for hostname leaves, ("pool", flavor, *path) otherwise."""
@@ -41,11 +42,9 @@ def _add(
         slot[r] = slot.get(r, 0) + v * pods
 
 
-def check(ctx: Context) -> list[Violation]:
-    """Every leaf the plan uses holds all pods placed on it."""
-    planned: dict[LeafKey, dict[str, int]] = {}
-    users: dict[LeafKey, dict[str, int]] = {}
-    nodes_of: dict[LeafKey, list[str]] = {}
+def admitted_leaves(ctx: Context) -> dict[str, dict[LeafKey, dict[str, int]]]:
+    """Per admitted workload, what its pods take on each TAS leaf."""
+    out: dict[str, dict[LeafKey, dict[str, int]]] = {}
     for adm in ctx.admitted:
         for ps, psa in adm.pairs():
             flavor = ctx.tas_flavor(adm, ps, psa)
@@ -59,17 +58,33 @@ def check(ctx: Context) -> list[Violation]:
                 path = fd.resolve(values)
                 if path is None or count < 1:
                     continue  # reported by the topology rules
-                key = _leaf(fd, path)
-                _add(planned, key, per_pod, count)
-                mine = users.setdefault(key, {})
-                mine[adm.key] = mine.get(adm.key, 0) + count
-                nodes_of[key] = [n.name for n in fd.leaf_nodes(path)]
+                _add(out.setdefault(adm.key, {}), _leaf(fd, path), per_pod, count)
+    return out
+
+
+def leaf_nodes(ctx: Context, key: LeafKey) -> list[str]:
+    """The nodes whose allocatable a leaf pools (one for a hostname leaf)."""
+    if key[0] == "node":
+        return [key[1]]
+    fd = ctx.domains.of(ctx.snap.flavors[key[1]])
+    assert fd is not None
+    return [n.name for n in fd.leaf_nodes(key[2:])]
+
+
+def check(ctx: Context) -> list[Violation]:
+    """Every leaf the plan uses holds all pods placed on it."""
+    planned: dict[LeafKey, dict[str, int]] = {}
+    users: dict[LeafKey, dict[str, int]] = {}
+    for key_w, leaves in admitted_leaves(ctx).items():
+        for key, usage in leaves.items():
+            _add(planned, key, usage, 1)
+            users.setdefault(key, {})[key_w] = usage["pods"]
     if not planned:
         return []
     running = _running(ctx)
     out: list[Violation] = []
     for key in sorted(planned):
-        alloc, pods_used = _base(ctx, nodes_of[key])
+        alloc, pods_used = leaf_base(ctx, key)
         for r, add in sorted(planned[key].items()):
             held = running.get(key, {}).get(r, 0)
             total = pods_used.get(r, 0) + held + add
@@ -96,11 +111,11 @@ def check(ctx: Context) -> list[Violation]:
     return out
 
 
-def _base(ctx: Context, nodes: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+def leaf_base(ctx: Context, key: LeafKey) -> tuple[dict[str, int], dict[str, int]]:
     """Allocatable and non-TAS pod usage summed over a leaf's nodes."""
     alloc: dict[str, int] = {}
     used: dict[str, int] = {}
-    for name in nodes:
+    for name in leaf_nodes(ctx, key):
         for r, v in ctx.snap.nodes[name].allocatable.items():
             alloc[r] = alloc.get(r, 0) + v
         for r, v in ctx.snap.pod_usage_by_node.get(name, {}).items():
@@ -109,24 +124,32 @@ def _base(ctx: Context, nodes: list[str]) -> tuple[dict[str, int], dict[str, int
 
 
 def _running(ctx: Context) -> dict[LeafKey, dict[str, int]]:
-    """Usage of running TAS workloads the plan keeps, per leaf.
+    """Usage of running TAS workloads the plan keeps, per leaf."""
+    acc: dict[LeafKey, dict[str, int]] = {}
+    for w in ctx.remaining:
+        for key, usage in running_leaves(ctx, w).items():
+            _add(acc, key, usage, 1)
+    return acc
+
+
+def running_leaves(ctx: Context, w: Workload) -> dict[LeafKey, dict[str, int]]:
+    """What a running TAS workload holds on each leaf.
 
     Per-pod usage is the admission's ``resourceUsage / count`` (formats.md
     §1) plus one ``pods``.
     """
     acc: dict[LeafKey, dict[str, int]] = {}
-    for w in ctx.remaining:
-        assert w.admission is not None
-        for psa in w.admission.pod_set_assignments:
-            ta = psa.topology_assignment
-            flavor = running_tas_flavor(ctx, psa)
-            fd = ctx.domains.of(flavor) if flavor is not None else None
-            if ta is None or fd is None or psa.count <= 0:
-                continue
-            per_pod = {r: v // psa.count for r, v in psa.resource_usage.items()}
-            per_pod["pods"] = 1
-            for values, count in ta.as_counts().items():
-                path = fd.resolve_as(ta.levels, values)
-                if path is not None:
-                    _add(acc, _leaf(fd, path), per_pod, count)
+    assert w.admission is not None
+    for psa in w.admission.pod_set_assignments:
+        ta = psa.topology_assignment
+        flavor = running_tas_flavor(ctx, psa)
+        fd = ctx.domains.of(flavor) if flavor is not None else None
+        if ta is None or fd is None or psa.count <= 0:
+            continue
+        per_pod = {r: v // psa.count for r, v in psa.resource_usage.items()}
+        per_pod["pods"] = 1
+        for values, count in ta.as_counts().items():
+            path = fd.resolve_as(ta.levels, values)
+            if path is not None:
+                _add(acc, _leaf(fd, path), per_pod, count)
     return acc

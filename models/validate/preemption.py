@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from placewise.models.cluster import ClusterQueue
 from placewise.models.plan import PlanPreemption
-from placewise.models.validate.context import Context, FlavorResource, Violation
+from placewise.models.validate import needed
+from placewise.models.validate.context import (
+    Admitted,
+    Context,
+    FlavorResource,
+    Violation,
+)
 from placewise.models.validate.fairshare import FairRule
 from placewise.models.validate.quota import (
     Amounts,
@@ -37,7 +43,7 @@ def check(ctx: Context) -> list[Violation]:
     out: list[Violation] = []
     for victim, pre in ctx.victims.values():
         out += checker.one(victim, pre)
-    return out
+    return out + needed.check(ctx, checker.may_preempt)
 
 
 class _Checker:
@@ -108,6 +114,16 @@ class _Checker:
         if same:
             return out + self._within(victim, w, cq)
         return out + self._cohort(victim, w, cq, frs, adm is not None)
+
+    def may_preempt(self, victim: Workload, adm: Admitted, cq: ClusterQueue) -> bool:
+        """Could ``adm``'s queue evict ``victim`` itself under its cohort
+        policy (or fair sharing)?  Asked for queues other than the victim's."""
+        if not victim.preemptible:
+            return False
+        frs = set(assignment_usage(adm.entry.pod_set_assignments))
+        if not set(victim.usage()) & frs:
+            return False
+        return not self._cohort(victim, adm.workload, cq, frs, True)
 
     def _v(self, rule: str, victim: Workload, message: str) -> Violation:
         return Violation(rule, victim.key, message)

@@ -30,6 +30,7 @@ from placewise.solver.kueue.fairsharing import (
 from placewise.solver.policy import Policy, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 from placewise.solver.problem.layout import plan_domains, restrict
+from placewise.solver.settle import settle_preemptions
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -142,6 +143,7 @@ def solve_cpsat(
         return _fallback(greedy, start, why)
     data = compile_problem(snapshot)
     warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
+    warm = settle_preemptions(snapshot, warm)
     data = _keep_unsupported(snapshot, data, warm)
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "the warm start used the time limit")
@@ -189,7 +191,7 @@ def solve_cpsat(
     if values is None:
         return _fallback(warm, start, "no solution within the time limit")
     searched = model.plan(values, reasons)
-    plan = fill(data, searched)
+    plan = settle_preemptions(snapshot, fill(data, searched))
     plan = _with_reasons(plan, explain(data, plan))
     pol = params.policy
     if primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol):

@@ -83,8 +83,12 @@ Signature = tuple[
 
 
 class GreedyScheduler:
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, hold_room: bool = True) -> None:
         self.snapshot = snapshot
+        self.hold_room = hold_room
+        """Hold the room of completed evictions for their preemptors (see
+        :meth:`_take_hold`); False replays Kueue's own cycles, which may hand
+        it to another queue."""
         self.state = ClusterState(snapshot)
         self.preemptor = Preemptor(self.state)
         self.fair = snapshot.fair_sharing.enable
@@ -95,6 +99,11 @@ class GreedyScheduler:
         self._fresh: list[WlInfo] = []
         """Admitted this cycle: their usage counts at once, but as in Kueue's
         snapshot they become preemption candidates only next cycle."""
+        self._holding: dict[str, tuple[str, Assignment]] = {}
+        """Preemptors of this cycle and the placement their victims free."""
+        self._holds: dict[str, tuple[str, Assignment]] = {}
+        """Room of completed evictions, held (in the state) for their
+        preemptors: the next cycles may not hand it to anyone else."""
         for name, cq in sorted(snapshot.cluster_queues.items()):
             if snapshot.is_active(name):
                 self.queues[name] = PendingQueue(cq)
@@ -175,7 +184,13 @@ class GreedyScheduler:
                 progress |= queue.requeue(info, reason)
                 continue
             self._refused = []
-            assignment, targets = self.get_assignments(info)
+            held = self._holds.get(info.key)
+            targets: list[Target] = []
+            if held is not None:
+                assignment = held[1]
+                assignment.forced = Mode.FIT
+            else:
+                assignment, targets = self.get_assignments(info)
             entries.append(Entry(info, assignment, targets, refused=self._refused))
         entries.sort(key=_classical_key)
         preempted: dict[str, WlInfo] = {}
@@ -207,6 +222,11 @@ class GreedyScheduler:
         roots = set()
         for info in victims.values():
             self.state.remove(info)
+        for key, (cq, asg) in self._holding.items():
+            self.state.add_usage(cq, asg.quota_usage(), asg.tas_usage)
+            self._holds[key] = (cq, asg)
+        self._holding.clear()
+        for info in victims.values():
             roots.add(self.state.quota.root(info.cq).id)
             if info.key in self.outcome.admitted:
                 # Admitted earlier in this run, evicted now: Kueue requeues
@@ -375,6 +395,8 @@ class GreedyScheduler:
             undo()
 
     def process(self, e: Entry, preempted: dict[str, WlInfo]) -> bool:
+        if self._take_hold(e, preempted):
+            return True
         quota_ok, tas_ok = self._fits(e, preempted)
         overlap = any(t.info.key in preempted for t in e.targets)
         if overlap or (quota_ok and not tas_ok):
@@ -435,9 +457,34 @@ class GreedyScheduler:
             e.message = f"waiting for the preemption of {names}"
             for t in e.targets:
                 self.outcome.preempted[t.info.key] = (e.info.key, t.reason)
+            if self.hold_room:
+                self._holding[e.info.key] = (e.info.cq, e.assignment)
             return True
         self._admit(e)
         return True
+
+    def _take_hold(self, e: Entry, preempted: dict[str, WlInfo]) -> bool:
+        """A preemptor whose victims are gone takes the room they freed.
+
+        Kueue itself would let any head of the next cycle take that room, so
+        its preemptor may land elsewhere while another queue's workload
+        takes the victim's node; a plan must not (formats.md: every
+        preemption is needed by its preemptor, and its room serves no queue
+        that could not preempt the victim).  So the room stays held until the
+        preemptor is admitted there; if it no longer fits (quota moved
+        meanwhile), it is assigned afresh like any head.
+        """
+        hold = self._holds.pop(e.info.key, None)
+        if hold is None:
+            return False
+        cq, asg = hold
+        self.state.remove_usage(cq, asg.quota_usage(), asg.tas_usage)
+        if self._fits(e, preempted) == (True, True):
+            self._admit(e)
+            return True
+        asg.forced = None
+        e.assignment, e.targets = self.get_assignments(e.info)
+        return False
 
     def _temp_usage(self, cq: str, usage: dict[FR, int], tas: list[TasUsage]) -> None:
         self.state.add_usage(cq, usage, tas)

@@ -15,9 +15,11 @@ from placewise.models.snapshot import Snapshot
 from placewise.solver.greedy.scheduler import GreedyScheduler, Outcome
 
 
-def run_greedy(snapshot: Snapshot, cycles: int | None = None) -> Outcome:
+def run_greedy(
+    snapshot: Snapshot, cycles: int | None = None, hold_room: bool = True
+) -> Outcome:
     """Kueue's cycles until quiescence (or ``cycles`` cycles)."""
-    return GreedyScheduler(snapshot).run(cycles)
+    return GreedyScheduler(snapshot, hold_room).run(cycles)
 
 
 def outcome_to_plan(

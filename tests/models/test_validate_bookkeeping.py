@@ -11,6 +11,7 @@ from tests.models.validate_builders import (
     load,
     pending,
     plan,
+    policy_rules,
     rules,
     running,
     workload,
@@ -99,7 +100,7 @@ def test_preempting_twice(snap: Snapshot) -> None:
         pending=["default/b", "default/in-other", *BLOCKED],
         preemptions=[("default/r", "default/a", "InClusterQueue")] * 2,
     )
-    assert rules(check(snap, p)) == ["bookkeeping.victim-duplicate"]
+    assert policy_rules(check(snap, p)) == ["bookkeeping.victim-duplicate"]
 
 
 def test_preemptor_must_be_pending(snap: Snapshot) -> None:

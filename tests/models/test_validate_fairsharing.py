@@ -17,7 +17,7 @@ from tests.models.validate_builders import (
     pending,
     plan,
     psa,
-    rules,
+    policy_rules as rules,
     running,
 )
 

@@ -202,3 +202,13 @@ def check(snap: Snapshot, p: Plan) -> list[Violation]:
 
 def rules(violations: list[Violation]) -> list[str]:
     return sorted(v.rule for v in violations)
+
+
+def policy_rules(violations: list[Violation]) -> list[str]:
+    """Rule ids without ``preemption.unneeded``.
+
+    The policy tests evict a victim in a cohort with quota to spare so that
+    one policy rule decides; Kueue's fill-back would keep such a victim, and
+    that rule has tests of its own (``test_validate_needed.py``).
+    """
+    return [r for r in rules(violations) if r != "preemption.unneeded"]

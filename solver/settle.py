@@ -1,0 +1,198 @@
+"""Every victim needed, its room serving who may take it: Kueue's fill-back on a plan.
+
+Kueue removes preemption candidates until the preemptor fits, then fills
+back every one it can do without; the room it frees goes to that preemptor.
+A joint solve decides victims and admissions at once and credits each victim
+to *some* admitted workload its policy allows, so it can evict a victim that
+no admitted workload needs, or let another queue's gang take the room an
+in-queue eviction freed (the live soak's flip-flops).  This pass holds every
+solver's plan to the two validator rules ``preemption.unneeded`` and
+``preemption.room-elsewhere``, in the order that costs least:
+
+1. **Fill back**: a victim whose return breaks nothing keeps running (more
+   GPUs run; no tier can lose).
+2. **Credit** it to an admitted workload that does need it (the plan is
+   unchanged, only who is named).
+3. **Withdraw** the admissions of queues that took room they may not take,
+   then fill the victim back where it fits; such a workload waits for the
+   next solve, which sees the cluster as it then is.
+
+The validator is the oracle: the pass changes the plan one victim at a time
+and keeps a change only when it leaves that victim's violations resolved and
+adds none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+
+from placewise.models.cluster import HOSTNAME_LABEL
+from placewise.models.plan import Plan, PlanPending, PlanPreemption, PreemptionReason
+from placewise.models.snapshot import Snapshot
+from placewise.models.validate import Violation, preemption, validate
+from placewise.models.validate.context import Context
+from placewise.models.workload import PodSetAssignment, Workload
+
+log = logging.getLogger("placewise")
+
+RULES = frozenset({"preemption.unneeded", "preemption.room-elsewhere"})
+WITHDRAWN = (
+    "waits: the room it was planned on was freed by an eviction for another "
+    "ClusterQueue's workload"
+)
+RECREDIT_TRIES = 8
+"""Admissions tried as the victim's preemptor before withdrawing any."""
+
+
+def settle_preemptions(snapshot: Snapshot, plan: Plan) -> Plan:
+    """``plan`` with every victim needed by its credited preemptor."""
+    if not plan.preemptions:
+        return plan
+    found = validate(snapshot, plan)
+    flagged = _victims(found)
+    if not flagged:
+        return plan
+    baseline = _others(found)
+    running = {w.key: w for w in snapshot.running}
+    # Highest priority first: the victims whose eviction costs most come back first.
+    order = sorted(flagged, key=lambda k: (-running[k].priority, k))
+    for key in order:
+        plan, found = _settle_one(snapshot, plan, key, running, baseline)
+        baseline = _others(found)
+    left = _victims(found)
+    if left:  # never expected: say so rather than hide it
+        log.warning("preemptions still unneeded after settling: %s", sorted(left))
+    return plan
+
+
+def _settle_one(
+    snapshot: Snapshot,
+    plan: Plan,
+    key: str,
+    running: dict[str, Workload],
+    baseline: set[str],
+) -> tuple[Plan, list[Violation]]:
+    current = next((p for p in plan.preemptions if p.workload == key), None)
+    if current is None:
+        return plan, validate(snapshot, plan)
+    victim = running[key]
+    restored = _without_victim(plan, key)
+    found = validate(snapshot, restored)
+    if key not in _victims(found) and _others(found) <= baseline:
+        return restored, found
+    # Who is named changes nothing but the preemption rules: check only those.
+    for candidate in _recredits(snapshot, plan, current, victim):
+        found = preemption.check(Context(snapshot, candidate))
+        if not any(v.workload == key for v in found):
+            return candidate, validate(snapshot, candidate)
+    for candidate in _withdrawals(plan, current, victim):
+        found = validate(snapshot, candidate)
+        if key not in _victims(found) and _others(found) <= baseline:
+            return candidate, found
+    return plan, validate(snapshot, plan)
+
+
+def _recredits(
+    snapshot: Snapshot, plan: Plan, pre: PlanPreemption, victim: Workload
+) -> Iterator[Plan]:
+    """The plan with the victim credited to another admission that may need
+    it: one on its hosts, else one of its queue (quota), nearest first."""
+    assert victim.admission is not None
+    vcq = victim.admission.cluster_queue
+    hosts = _domains(victim.admission.pod_set_assignments)
+    near = [
+        a
+        for a in plan.admissions
+        if a.workload != pre.preemptor
+        and (_domains(a.pod_set_assignments) & hosts or a.cluster_queue == vcq)
+    ]
+    near.sort(key=lambda a: (not _domains(a.pod_set_assignments) & hosts, a.workload))
+    fair = snapshot.fair_sharing.enable
+    for adm in near[:RECREDIT_TRIES]:
+        if adm.cluster_queue == vcq:
+            reasons: tuple[PreemptionReason, ...] = ("InClusterQueue",)
+        elif fair:
+            reasons = ("InCohortFairSharing", "InCohortReclamation")
+        else:
+            reasons = ("InCohortReclamation", "InCohortReclaimWhileBorrowing")
+        for reason in reasons:
+            yield _recredit(plan, pre, adm.workload, reason)
+
+
+def _withdrawals(plan: Plan, pre: PlanPreemption, victim: Workload) -> Iterator[Plan]:
+    """The plan without the admissions on the victim's hosts of queues other
+    than its own and its preemptor's, with the victim back if it then fits,
+    else still evicted."""
+    assert victim.admission is not None
+    entitled = {victim.admission.cluster_queue}
+    entitled |= {
+        a.cluster_queue for a in plan.admissions if a.workload == pre.preemptor
+    }
+    hosts = _domains(victim.admission.pod_set_assignments)
+    foreign = [
+        a.workload
+        for a in plan.admissions
+        if a.cluster_queue not in entitled and _domains(a.pod_set_assignments) & hosts
+    ]
+    if foreign:
+        yield _without_victim(_withdraw(plan, foreign), pre.workload)
+        yield _withdraw(plan, foreign)
+
+
+def _without_victim(plan: Plan, key: str) -> Plan:
+    return plan.model_copy(
+        update={"preemptions": tuple(p for p in plan.preemptions if p.workload != key)}
+    )
+
+
+def _recredit(
+    plan: Plan, pre: PlanPreemption, to: str, reason: PreemptionReason
+) -> Plan:
+    new = pre.model_copy(update={"preemptor": to, "reason": reason})
+    return plan.model_copy(
+        update={
+            "preemptions": tuple(
+                new if p.workload == pre.workload else p for p in plan.preemptions
+            )
+        }
+    )
+
+
+def _withdraw(plan: Plan, keys: list[str]) -> Plan:
+    gone = set(keys)
+    return plan.model_copy(
+        update={
+            "admissions": tuple(a for a in plan.admissions if a.workload not in gone),
+            "pending": (
+                *plan.pending,
+                *(
+                    PlanPending(
+                        workload=a.workload, reason=WITHDRAWN, cluster=a.cluster
+                    )
+                    for a in plan.admissions
+                    if a.workload in gone
+                ),
+            ),
+        }
+    )
+
+
+def _victims(found: list[Violation]) -> set[str]:
+    return {v.workload for v in found if v.rule in RULES}
+
+
+def _others(found: list[Violation]) -> set[str]:
+    return {str(v) for v in found if v.rule not in RULES}
+
+
+def _domains(psas: Iterable[PodSetAssignment]) -> set[tuple[str, ...]]:
+    """The topology domains (usually hosts) an admission's pods are on."""
+    out: set[tuple[str, ...]] = set()
+    for psa in psas:
+        ta = psa.topology_assignment
+        if ta is None:
+            continue
+        hostname = bool(ta.levels) and ta.levels[-1] == HOSTNAME_LABEL
+        out.update(d.values[-1:] if hostname else d.values for d in ta.domains)
+    return out

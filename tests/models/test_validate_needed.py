@@ -1,0 +1,193 @@
+"""Victims must be needed and their room must serve who may take it
+(``teams.yaml``: four 8-GPU hosts; team-b and team-c share cohort ``org``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from placewise.models.validate import Violation
+from tests.models.validate_builders import (
+    admission,
+    check,
+    load,
+    plan,
+    pod_set,
+    psa,
+    rules,
+    workload,
+)
+
+GPU = "nvidia.com/gpu"
+
+
+def job(key: str, gpus: int, priority: int = 0) -> dict[str, Any]:
+    """A pending one-pod job of ``gpus`` GPUs in its namespace's queue."""
+    return workload(key, "lq", [pod_set(requests={GPU: str(gpus)})], priority=priority)
+
+
+def held(key: str, gpus: int, host: str, priority: int = 0) -> dict[str, Any]:
+    """A running one-pod job holding ``gpus`` GPUs on ``host``."""
+    return workload(
+        key,
+        "lq",
+        [pod_set(requests={GPU: str(gpus)})],
+        priority=priority,
+        running_in=key.split("/")[0],
+        assignments=[_on(gpus, host)],
+    )
+
+
+def _on(gpus: int, host: str) -> dict[str, Any]:
+    return psa("main", {GPU: "h100"}, {GPU: str(gpus)}, 1, domains=[([host], 1)])
+
+
+def at(key: str, gpus: int, host: str) -> dict[str, Any]:
+    """The plan's admission of ``key`` with its pod on ``host``."""
+    return admission(key, key.split("/")[0], _on(gpus, host))
+
+
+def team(name: str, nominal: int, **preemption: str) -> dict[str, Any]:
+    """A ClusterQueue of cohort ``org`` with ``nominal`` GPUs of h100."""
+    quota: dict[str, Any] = {"name": GPU, "nominalQuota": str(nominal)}
+    if "borrowingLimit" in preemption:
+        quota["borrowingLimit"] = preemption.pop("borrowingLimit")
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "cohort": "org",
+            "preemption": {"withinClusterQueue": "LowerPriority", **preemption},
+            "resourceGroups": [
+                {
+                    "coveredResources": [GPU],
+                    "flavors": [{"name": "h100", "resources": [quota]}],
+                }
+            ],
+        },
+    }
+
+
+TEAMS = [team("team-b", 12), team("team-c", 20, reclaimWithinCohort="Any")]
+"""32 GPUs of quota on 32 GPUs; team-c may reclaim from a borrowing team-b."""
+
+
+def judge(
+    objects: list[dict[str, Any]],
+    admissions: list[dict[str, Any]],
+    preemptions: list[tuple[str, str, str]],
+    pending: list[str] | None = None,
+    teams: list[dict[str, Any]] = TEAMS,
+) -> list[Violation]:
+    snap = load("teams.yaml", *teams, *objects)
+    return check(snap, plan(admissions, pending, preemptions))
+
+
+def test_the_soak_example_is_rejected() -> None:
+    """team-b's 8-GPU victim evicted within its queue "for" a 1-GPU job that
+    lands on a free host, while team-c's gang takes the victim's node."""
+    v = judge(
+        [
+            held("team-b/victim", 8, "n1"),
+            held("team-c/held", 8, "n3"),
+            job("team-b/small", 1, priority=100),
+            job("team-c/big", 8),
+        ],
+        [at("team-b/small", 1, "n2"), at("team-c/big", 8, "n1")],
+        [("team-b/victim", "team-b/small", "InClusterQueue")],
+    )
+    assert rules(v) == ["preemption.room-elsewhere", "preemption.unneeded"]
+    elsewhere = next(x for x in v if x.rule == "preemption.room-elsewhere")
+    assert "node n1 serves team-c/big" in elsewhere.message
+    assert "nvidia.com/gpu would be 16 of 8" in elsewhere.message
+
+
+def test_a_pending_preemptor_is_judged_on_the_room_alone() -> None:
+    """Kueue evicts in one cycle and admits the preemptor in a later one: no
+    placement to judge yet, but another queue still may not take the room."""
+    v = judge(
+        [
+            held("team-b/victim", 8, "n1"),
+            held("team-c/held", 8, "n3"),
+            job("team-b/small", 1, priority=100),
+            job("team-c/big", 8),
+        ],
+        [at("team-c/big", 8, "n1")],
+        [("team-b/victim", "team-b/small", "InClusterQueue")],
+        pending=["team-b/small"],
+    )
+    assert rules(v) == ["preemption.room-elsewhere"]
+
+
+def test_a_victim_its_preemptor_needs_passes() -> None:
+    v = judge(
+        [
+            held("team-b/victim", 8, "n1"),
+            job("team-b/need8", 8, priority=100),
+            job("team-c/big", 8),
+        ],
+        [at("team-b/need8", 8, "n1"), at("team-c/big", 8, "n2")],
+        [("team-b/victim", "team-b/need8", "InClusterQueue")],
+    )
+    assert rules(v) == []
+
+
+def test_needed_for_quota_alone() -> None:
+    """team-b is at its nominal 12 and may not borrow: the preemptor needs
+    the victim's quota though it lands on another host."""
+    v = judge(
+        [
+            held("team-b/victim", 4, "n1"),
+            held("team-b/stays", 4, "n1"),
+            held("team-b/b2", 4, "n2"),
+            job("team-b/need4", 4, priority=100),
+        ],
+        [at("team-b/need4", 4, "n2")],
+        [("team-b/victim", "team-b/need4", "InClusterQueue")],
+        teams=[team("team-b", 12, borrowingLimit="0"), team("team-c", 20)],
+    )
+    assert rules(v) == []
+
+
+def test_unneeded_when_quota_and_room_are_spare() -> None:
+    v = judge(
+        [held("team-b/victim", 4, "n1"), job("team-b/need4", 4, priority=100)],
+        [at("team-b/need4", 4, "n2")],
+        [("team-b/victim", "team-b/need4", "InClusterQueue")],
+    )
+    assert rules(v) == ["preemption.unneeded"]
+
+
+def test_shared_leaf_surplus_may_go_to_another_queue() -> None:
+    """n1 holds the 4-GPU victim and 4 free: the preemptor takes the
+    victim's 4, another queue the 4 that were free all along."""
+    v = judge(
+        [
+            held("team-b/victim", 4, "n1"),
+            held("team-b/stays", 4, "n2"),
+            held("team-c/held", 8, "n3"),
+            job("team-b/need4", 4, priority=100),
+            job("team-c/other4", 4),
+        ],
+        [at("team-b/need4", 4, "n1"), at("team-c/other4", 4, "n1")],
+        [("team-b/victim", "team-b/need4", "InClusterQueue")],
+    )
+    assert rules(v) == []
+
+
+def test_room_may_serve_a_queue_that_could_reclaim_it() -> None:
+    """team-b borrows (16 of its 12): team-c may reclaim the victim, so its
+    gang may take the victim's node."""
+    v = judge(
+        [
+            held("team-b/victim", 8, "n1"),
+            held("team-b/borrowed", 8, "n2"),
+            held("team-c/held", 8, "n3"),
+            held("team-c/held2", 4, "n4"),
+            job("team-c/big", 8),
+        ],
+        [at("team-c/big", 8, "n1")],
+        [("team-b/victim", "team-c/big", "InCohortReclamation")],
+    )
+    assert rules(v) == []
