@@ -17,8 +17,10 @@ from tests.models.validate_builders import (
     pending,
     plan,
     psa,
-    policy_rules as rules,
     running,
+)
+from tests.models.validate_builders import (
+    policy_rules as rules,
 )
 
 S2A = "LessThanOrEqualToFinalShare"

@@ -16,8 +16,10 @@ from tests.models.validate_builders import (
     pending,
     plan,
     psa,
-    policy_rules as rules,
     running,
+)
+from tests.models.validate_builders import (
+    policy_rules as rules,
 )
 
 EARLY, LATE = "2025-12-01T00:00:00Z", "2025-12-02T00:00:00Z"
