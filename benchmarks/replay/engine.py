@@ -56,7 +56,7 @@ class JobRecord:
     starts: int = 0
     evictions: int = 0
     wasted_gpu_s: float = 0.0
-    """Σ over its evictions of GPUs × time since its last start."""
+    """Σ over its evictions of GPUs x time since its last start."""
 
 
 @dataclass(slots=True)
@@ -336,6 +336,4 @@ def snapshot_of(
     base: Snapshot, running: Mapping[str, Workload], waiting: Mapping[str, Workload]
 ) -> Snapshot:
     """The base cluster with the replay's running and queued workloads."""
-    return Snapshot(
-        dataclasses.replace(base.objects, workloads={**running, **waiting})
-    )
+    return Snapshot(dataclasses.replace(base.objects, workloads={**running, **waiting}))

@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -203,7 +204,7 @@ def impossible_reason(
 
 
 def offered_load(jobs: Sequence[ReplayJob], capacity: int) -> float:
-    """Σ GPUs × run time / (cluster GPUs × span of arrivals); 0 if undefined."""
+    """Σ GPUs x run time / (cluster GPUs x span of arrivals); 0 if undefined."""
     if not jobs or capacity <= 0:
         return 0.0
     span = max(j.arrival_s for j in jobs) - min(j.arrival_s for j in jobs)
@@ -215,7 +216,7 @@ def offered_load(jobs: Sequence[ReplayJob], capacity: int) -> float:
 def rescale(jobs: Sequence[ReplayJob], load: float, capacity: int) -> list[ReplayJob]:
     """Stretch or compress arrival times (about the first) to offer ``load``.
 
-    The work stays the same; the span becomes Σ GPUs × run / (capacity × load).
+    The work stays the same; the span becomes Σ GPUs x run / (capacity x load).
     """
     now = offered_load(jobs, capacity)
     if now <= 0:
@@ -239,13 +240,33 @@ def durations(
 ) -> dict[str, float]:
     """Seeded run time of each generated workload (seconds)."""
     if kind == "openb":
-        from placewise.benchmarks.harness.simulate import trace_durations
-
-        pool = trace_durations()
+        pool = openb_durations()
         raw = rng.choice(pool, size=len(keys))
         return {k: float(d) for k, d in zip(keys, raw, strict=True)}
     raw = rng.lognormal(math.log(MEDIAN_S), SIGMA, size=len(keys))
     return {k: float(min(MAX_S, max(MIN_S, d))) for k, d in zip(keys, raw, strict=True)}
+
+
+def openb_durations(name: str = "default") -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Run times of the openb trace's GPU pods (deletion - scheduled), clipped
+    to 1 min .. 8 h; median about 10 min, with a long tail."""
+    import csv
+
+    from placewise.benchmarks.fgd.trace import data_dir
+
+    path = data_dir() / f"openb_pod_list_{name}.csv"
+    out: list[float] = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if row["num_gpu"] in ("", "0") or not row["deletion_time"]:
+                continue
+            if not row["scheduled_time"]:
+                continue
+            d = float(int(row["deletion_time"]) - int(row["scheduled_time"]))
+            out.append(min(OPENB_MAX_S, max(OPENB_MIN_S, d)))
+    if not out:
+        raise ValueError(f"no GPU pod durations in {path}")
+    return np.asarray(out, dtype=np.float64)
 
 
 def _priority_name(w: Workload) -> str:
@@ -340,7 +361,9 @@ def trace_jobs(
         w = decoded.workloads[f"{ns}/{_name(job)}"]
         value, name = (prio[1], prio[0]) if prio is not None else (0, "0")
         arrival = float(job.arrival_s - first)
-        out.append(ReplayJob(w.key, arrival, float(job.run_s), job.gpus, value, name, w))
+        out.append(
+            ReplayJob(w.key, arrival, float(job.run_s), job.gpus, value, name, w)
+        )
     return out
 
 

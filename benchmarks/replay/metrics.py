@@ -6,14 +6,14 @@ Definitions (they are the contract other tools read):
   also the waits after an eviction; a job still queued at the end counts
   with its wait so far.  ``*_delay_s``: mean, p50, p95 over the jobs that
   arrived.
-- *JCT* is finish − arrival of the finished jobs; *slowdown* is JCT / run
+- *JCT* is finish - arrival of the finished jobs; *slowdown* is JCT / run
   time, the run time bounded below by 10 s (short jobs would otherwise turn
   a one-tick wait into a huge ratio).
 - *utilisation* is GPU time in use (runs of replayed jobs, plain pods and
-  work running at the start) over cluster GPUs × replay time, time-weighted
+  work running at the start) over cluster GPUs x replay time, time-weighted
   over the whole replay (``utilization_pct``) and over the arrival window.
-- *goodput*: Σ GPUs × run time of finished jobs (GPU-hours); *wasted*: Σ
-  over evictions of GPUs × time since that job's last start.
+- *goodput*: Σ GPUs x run time of finished jobs (GPU-hours); *wasted*: Σ
+  over evictions of GPUs x time since that job's last start.
 - *largest*: the tenth of the jobs with the most GPUs (ties: earlier
   arrival first), at least one job.
 
@@ -76,7 +76,9 @@ def largest(records: Sequence[JobRecord]) -> list[JobRecord]:
     return sorted(records, key=lambda r: (-r.gpus, r.arrival_s, r.key))[:n]
 
 
-def _gpu_seconds(res: ReplayResult, lo: float, hi: float, keys: set[str] | None) -> float:
+def _gpu_seconds(
+    res: ReplayResult, lo: float, hi: float, keys: set[str] | None
+) -> float:
     total = 0.0
     for start, stop, gpus, key in res.segments:
         if keys is not None and key not in keys:

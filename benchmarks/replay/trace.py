@@ -77,18 +77,16 @@ def read_trace(path: str | Path, trace_format: str = "helios") -> Trace:
         )
     name = str(path)
     try:
-        fh = Path(path).open(newline="", encoding="utf-8")
+        with Path(path).open(newline="", encoding="utf-8") as fh:
+            return _read_helios(name, csv.reader(fh))
     except OSError as exc:
         raise InstanceError(
             [Problem(Location(file=name), f"cannot read: {exc.strerror}")]
         ) from None
-    with fh:
-        try:
-            return _read_helios(name, csv.reader(fh))
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InstanceError(
-                [Problem(Location(file=name), f"not a readable CSV: {exc}")]
-            ) from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise InstanceError(
+            [Problem(Location(file=name), f"not a readable CSV: {exc}")]
+        ) from None
 
 
 def _read_helios(name: str, rows: Iterator[list[str]]) -> Trace:
@@ -176,7 +174,9 @@ def _numbers(
                 continue
             if not number.is_integer():
                 bad.append(
-                    Problem(where, f"column {col}: {describe(text)} is not a whole number")
+                    Problem(
+                        where, f"column {col}: {describe(text)} is not a whole number"
+                    )
                 )
                 continue
             value = int(number)
