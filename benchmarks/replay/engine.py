@@ -97,8 +97,15 @@ def run_replay(config: ReplayConfig, progress: Progress | None = None) -> Replay
     """Replay ``config``; bad input raises (ValueError, InstanceError), a
     solver failure or an invalid plan is returned as ``ok=False``."""
     config.check()
+    return run_workset(config, build(config), progress)
+
+
+def run_workset(
+    config: ReplayConfig, work: Workset, progress: Progress | None = None
+) -> ReplayResult:
+    """Replay ready-made work (what :func:`run_replay` builds from ``config``;
+    tests and other front ends may build their own)."""
     wall = time.perf_counter()
-    work = build(config)
     res = ReplayResult(
         config,
         capacity_gpus=work.capacity_gpus,
