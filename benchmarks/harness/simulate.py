@@ -164,8 +164,9 @@ class SimulationReport:
             "(Poisson, the generator's creation times). Durations: `generated` = "
             f"lognormal, median {MEDIAN_S / 60:.0f} min; `trace` = run times of "
             "the openb trace's GPU pods. Solves on a "
-            f"{TICK_S:.0f} s grid whenever something arrived or finished; every "
-            "plan is validated.",
+            f"{TICK_S:.0f} s grid whenever something changed; every plan is "
+            "validated. Queueing delay: every wait of every arrived job (after "
+            "an eviction too; still queued at the end: its wait so far).",
             "",
             "| durations | solver | started | finished | queueing delay p50 / p95 "
             "(min) | JCT p50 / p95 (min) | mean GPU util % | preemptions | solves "
@@ -192,7 +193,7 @@ class SimulationReport:
                 for r in sorted(good, key=lambda r: (r.timing, r.solver))
             ]
             out += ["", "Mean queueing delay: " + ", ".join(means) + "."]
-            out += ["", "Mean queueing delay by priority (min; started workloads):", ""]
+            out += ["", "Mean queueing delay by priority (min; arrived jobs):", ""]
             prios = sorted({p for r in good for p in r.delay_by_priority}, reverse=True)
             out.append(
                 "| durations | solver | "

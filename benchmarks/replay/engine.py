@@ -207,8 +207,9 @@ class _Loop:
             if changed and self.waiting:
                 nxt.append(t + tick)
             if not nxt:
-                # Drained, or only work no plan admits is left: it waits on.
-                res.end_s = self._drained_end(t) if not self.waiting else self.horizon
+                # Drained, or only work no plan admits is left and nothing
+                # will change any more: the replay ends here.
+                res.end_s = self._drained_end(t) if not self.waiting else t
                 break
             t_next = max(t + tick, math.ceil(min(nxt) / tick) * tick)
             if t_next > self.horizon:
