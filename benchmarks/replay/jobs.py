@@ -28,7 +28,7 @@ from placewise.models.cluster import KUEUE_GROUP, QUEUE_NAME_LABEL
 from placewise.models.errors import InstanceError, Problem
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Workload
-from placewise.solver.metrics import gpus_of, usable
+from placewise.solver.metrics import gpus_of, usable, workload_gpus
 
 MEDIAN_S = 1800.0
 SIGMA = 0.75
@@ -124,7 +124,7 @@ def build(config: ReplayConfig) -> Workset:
             w,
             _requeued(w),
             float(rng.uniform(0, RUNNING_LEFT_S)),
-            sum(gpus_of(ps.requests) * ps.count for ps in w.pod_sets),
+            workload_gpus(w),  # what its admission holds (minCount may cut it)
         )
         for w in sorted(snapshot.running, key=lambda w: w.key)
     ]
