@@ -173,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         if i == 0:
+            for warning in res.warnings:
+                log.warning("%s", warning)
             _warn(res.impossible)
         results.append(res)
     if args.format == "json":

@@ -81,6 +81,7 @@ class ReplayResult:
     wall_seconds: float = 0.0
     cpu_only: int = 0
     impossible: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     offered_load: float = 0.0
 
     @property
@@ -112,6 +113,7 @@ def run_workset(
         background_gpus=work.background_gpus,
         cpu_only=work.cpu_only,
         impossible=list(work.impossible),
+        warnings=list(work.warnings),
         offered_load=work.offered_load,
     )
     try:

@@ -84,6 +84,8 @@ class Workset:
     cpu_only: int = 0
     impossible: list[str] = field(default_factory=list)
     """Why each job no plan can ever admit was left out."""
+    warnings: list[str] = field(default_factory=list)
+    """The loader's warnings about the instance (dangling references, ...)."""
     offered_load: float = 0.0
 
     @property
@@ -140,6 +142,7 @@ def build(config: ReplayConfig) -> Workset:
     kept.sort(key=lambda j: (j.arrival_s, j.key))
     out = Workset(base, kept, carried, capacity, background, start, cpu_only)
     out.impossible = impossible
+    out.warnings = [str(w) for w in snapshot.warnings]
     out.offered_load = offered_load(kept, capacity)
     if config.load is not None:
         out.jobs = rescale(kept, config.load, capacity)
