@@ -219,6 +219,8 @@ class _Loop:
                 res.end_s = self.horizon
                 break
             t = t_next
+        if res.samples and res.samples[-1][0] < res.end_s:
+            res.samples.append((res.end_s, self._busy(), len(self.waiting)))
         self._close(res.end_s)
 
     def _drained_end(self, t: float) -> float:
