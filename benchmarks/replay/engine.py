@@ -186,9 +186,10 @@ class _Loop:
                 job = jobs[upcoming]
                 upcoming += 1
                 stamp = self.now(job.arrival_s)
-                self.waiting[job.key] = job.workload.model_copy(
+                queued = job.workload.model_copy(
                     update={"creation_timestamp": stamp, "queue_order_timestamp": stamp}
                 )
+                self.queued[job.key] = self.waiting[job.key] = queued
                 self.records[job.key].wait_since = job.arrival_s
                 changed = True
             if self.waiting and changed:
@@ -202,6 +203,8 @@ class _Loop:
             if self.progress is not None:
                 self.progress(t, self.horizon)
             nxt = []
+            while self.heap and self.ends.get(self.heap[0][1]) != self.heap[0][0]:
+                heapq.heappop(self.heap)  # an evicted run's end: stale
             if self.heap:
                 nxt.append(self.heap[0][0])
             if upcoming < len(jobs):
