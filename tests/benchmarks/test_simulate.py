@@ -178,6 +178,8 @@ def test_table_and_output_directory(
     [
         (["--load", "0"], "--load must be > 0"),
         (["--family", "nope"], "give INSTANCE files or --family"),
+        (["--arrivals", "3"], "--arrivals counts generated arrivals"),
+        (["--hours", "-1"], "--hours must be > 0"),
     ],
 )
 def test_bad_settings_exit_2(
@@ -193,3 +195,14 @@ def test_unknown_family_and_solver_exit_2(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as info:
         main(["simulate", "--family", "default", "--solver", "magic"])
     assert info.value.code == 2
+
+
+def test_family_arrivals_replay_without_a_trace(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["simulate", "--family", "default", "--arrivals", "4", "--format", "json"]
+    assert main(argv) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    m = run["metrics"]
+    assert run["ok"] and m["jobs"] == 4 and m["capacity_gpus"] == 512
+    assert m["cpu_only_skipped"] == 0 and m["offered_load"] > 0
