@@ -151,6 +151,8 @@ def test_same_seed_gives_the_same_metrics() -> None:
         m.pop("solver_seconds")  # wall time, the one figure that varies
     assert first == second
     assert first["offered_load"] == pytest.approx(2.0)
+    # A sweep ships configs to workers as plain data.
+    assert ReplayConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
 
 
 def test_table_and_output_directory(
