@@ -29,6 +29,7 @@ from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.models.workload import Admission, Workload
+from placewise.solver.metrics import pod_set_gpus
 
 Progress = Callable[[float, float], None]
 """Called with (simulated seconds so far, the horizon) after each solve."""
@@ -57,6 +58,9 @@ class JobRecord:
     evictions: int = 0
     wasted_gpu_s: float = 0.0
     """Σ over its evictions of GPUs x time since its last start."""
+    run_gpus: int = 0
+    """GPUs its current (or last) admission holds: fewer than ``gpus`` when
+    an elastic pod set (``minCount``) was admitted short."""
 
 
 @dataclass(slots=True)
@@ -160,6 +164,7 @@ class _Loop:
                 counted=False,
             )
             rec.started_at, rec.first_start_s, rec.starts = 0.0, 0.0, 1
+            rec.run_gpus = c.gpus
             self.records[c.key] = rec
             self.running[c.key] = c.workload
             self._schedule_end(c.key, c.remaining_s)
@@ -240,14 +245,14 @@ class _Loop:
             self.running.pop(key)
             rec = self.records[key]
             assert rec.started_at is not None
-            self.res.segments.append((rec.started_at, end, rec.gpus, key))
+            self.res.segments.append((rec.started_at, end, rec.run_gpus, key))
             rec.finish_s, rec.started_at = end, None
             done = True
         return done
 
     def _busy(self) -> int:
         return self.work.background_gpus + sum(
-            self.records[k].gpus for k in self.running
+            self.records[k].run_gpus for k in self.running
         )
 
     def _solve_and_apply(self, t: float) -> bool:
@@ -284,6 +289,7 @@ class _Loop:
             rec.waited_s += t - rec.wait_since
             rec.wait_since, rec.started_at = None, t
             rec.starts += 1
+            rec.run_gpus = sum(pod_set_gpus(p) for p in a.pod_set_assignments)
             if rec.first_start_s is None:
                 rec.first_start_s = t
             self.running[key] = w.model_copy(
@@ -304,8 +310,8 @@ class _Loop:
         del self.ends[key]
         rec = self.records[key]
         assert rec.started_at is not None
-        self.res.segments.append((rec.started_at, t, rec.gpus, key))
-        rec.wasted_gpu_s += rec.gpus * (t - rec.started_at)
+        self.res.segments.append((rec.started_at, t, rec.run_gpus, key))
+        rec.wasted_gpu_s += rec.run_gpus * (t - rec.started_at)
         rec.evictions += 1
         rec.started_at, rec.wait_since = None, t
         self.res.preemptions += 1
@@ -320,7 +326,7 @@ class _Loop:
             rec = self.records[key]
             assert rec.started_at is not None
             self.res.segments.append(
-                (rec.started_at, max(end, rec.started_at), rec.gpus, key)
+                (rec.started_at, max(end, rec.started_at), rec.run_gpus, key)
             )
         for key in self.waiting:
             rec = self.records[key]

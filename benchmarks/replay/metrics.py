@@ -12,7 +12,8 @@ Definitions (they are the contract other tools read):
 - *utilisation* is GPU time in use (runs of replayed jobs, plain pods and
   work running at the start) over cluster GPUs x replay time, time-weighted
   over the whole replay (``utilization_pct``) and over the arrival window.
-- *goodput*: Σ GPUs x run time of finished jobs (GPU-hours); *wasted*: Σ
+- *goodput*: Σ GPUs x run time of finished jobs (GPU-hours; the GPUs of the
+  run that finished); *wasted*: Σ
   over evictions of GPUs x time since that job's last start.
 - *largest*: the tenth of the jobs with the most GPUs (ties: earlier
   arrival first), at least one job.
@@ -120,7 +121,7 @@ def job_metrics(
         "mean_slowdown": _mean(slow),
         "p95_slowdown": _pct(slow, 95),
         "utilization_pct": 100.0 * busy / area if area > 0 else None,
-        "goodput_gpu_h": sum(r.gpus * r.run_s for r in done) / 3600.0,
+        "goodput_gpu_h": sum(r.run_gpus * r.run_s for r in done) / 3600.0,
         "wasted_gpu_h": sum(r.wasted_gpu_s for r in records) / 3600.0,
         "preemptions": sum(r.evictions for r in records),
         "solver_seconds": None,
