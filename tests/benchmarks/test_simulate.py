@@ -208,3 +208,21 @@ def test_family_arrivals_replay_without_a_trace(
     m = run["metrics"]
     assert run["ok"] and m["jobs"] == 4 and m["capacity_gpus"] == 512
     assert m["cpu_only_skipped"] == 0 and m["offered_load"] > 0
+
+
+def test_helios_family_and_its_generated_files_replay_the_same(
+    tmp_path: Path, shared: Path
+) -> None:
+    """The README's two forms: ``--family helios`` and ``placewise generate
+    --config benchmarks/configs/helios.yaml`` files give the same figures."""
+    trace = str(shared / "data" / "helios-15k" / "helios_data_training.csv")
+    config = Path(__file__).resolve().parents[2] / "benchmarks/configs/helios.yaml"
+    files = tmp_path / "helios.yaml"
+    assert main(["generate", "--config", str(config), "-o", str(files)]) == 0
+    family = ReplayConfig(family="helios", job_trace=trace, hours=0.25)
+    inst = dataclasses.replace(family, family=None, instances=(str(files),))
+    a, b = run_replay(family).metrics(), run_replay(inst).metrics()
+    for m in (a, b):
+        m.pop("solver_seconds")
+    assert a == b
+    assert a["capacity_gpus"] == 1024 and a["jobs"] > 0 and a["impossible"] == 0
