@@ -120,11 +120,13 @@ def run_workset(
         warnings=list(work.warnings),
         offered_load=work.offered_load,
     )
+    loop = _Loop(config, work, res, progress)
     try:
-        _Loop(config, work, res, progress).run()
+        loop.run()
     except Exception as exc:  # a solver crash is that run's failure, reported
         res.ok = False
         res.error = f"{type(exc).__name__}: {exc}"
+        res.end_s = loop.t  # the figures so far stay readable
     res.wall_seconds = time.perf_counter() - wall
     return res
 
@@ -172,6 +174,8 @@ class _Loop:
         res.last_arrival_s = work.jobs[-1].arrival_s if work.jobs else 0.0
         self.horizon = res.last_arrival_s + config.drain_s
         self._evicted_last = 0
+        self.t = 0.0
+        """The tick being processed."""
 
     def now(self, t: float) -> datetime:
         return self.work.start + timedelta(seconds=t)
@@ -226,7 +230,7 @@ class _Loop:
                 self._finish_until(self.horizon)
                 res.end_s = self.horizon
                 break
-            t = t_next
+            t = self.t = t_next
         if res.samples and res.samples[-1][0] < res.end_s:
             res.samples.append((res.end_s, self._busy(), len(self.waiting)))
         self._close(res.end_s)

@@ -226,3 +226,31 @@ def test_helios_family_and_its_generated_files_replay_the_same(
         m.pop("solver_seconds")
     assert a == b
     assert a["capacity_gpus"] == 1024 and a["jobs"] > 0 and a["impossible"] == 0
+
+
+def test_a_plan_the_validator_rejects_fails_the_run_and_is_not_applied(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from placewise.benchmarks.replay import engine
+
+    calls: list[int] = []
+
+    def reject(snapshot: object, plan: object) -> list[str]:
+        calls.append(1)
+        return ["capacity exceeded on host-1"] if len(calls) == 2 else []
+
+    monkeypatch.setattr(engine, "validate", reject)
+    config = ReplayConfig(instances=(CLUSTER,), job_trace="unused")
+    res = run_workset(config, _preemption_workset(tmp_path))
+    assert not res.ok
+    assert res.error == (
+        "plan at t=600s fails the validator (1 violation(s)); "
+        "first: capacity exceeded on host-1"
+    )
+    # The rejected plan (evict low for high) was never applied.
+    assert res.preemptions == 0 and res.end_s == 600
+    monkeypatch.setattr(engine, "validate", lambda snapshot, plan: ["bad plan"])
+    assert main(["simulate", CLUSTER, "--job-trace", SMALL]) == 1
+    assert "greedy FAILED: plan at t=0s fails the validator" in capsys.readouterr().out
