@@ -176,6 +176,11 @@ def run(args: argparse.Namespace) -> int:
             for warning in res.warnings:
                 log.warning("%s", warning)
             _warn(res.impossible)
+            if not any(r.counted for r in res.records):
+                log.warning(
+                    "no jobs to replay: the trace window has no GPU job, or the "
+                    "family has no pending work (give --job-trace or --arrivals)"
+                )
         results.append(res)
     if args.format == "json":
         sys.stdout.write(json_text(results))
