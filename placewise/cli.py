@@ -13,6 +13,7 @@ import argparse
 from placewise.adapters.cli import bound, emulate, generate, serve, solve, validate
 from placewise.adapters.cli import main as cli
 from placewise.benchmarks import cli as bench
+from placewise.benchmarks.replay import command as simulate
 
 COMMANDS: tuple[cli.Command, ...] = (
     solve,
@@ -20,6 +21,7 @@ COMMANDS: tuple[cli.Command, ...] = (
     bound,
     generate,
     bench,
+    simulate,
     emulate,
     serve,
 )

@@ -20,6 +20,7 @@ from placewise.adapters.generate.config import (
     WorkloadClass,
 )
 from placewise.adapters.generate.fairshare import fair_share
+from placewise.adapters.generate.helios import helios
 from placewise.adapters.generate.presets import FRAGMENTING_PODS, a100, h100
 from placewise.adapters.generate.replicas import kueue_tas_perf, load_10k
 
@@ -431,6 +432,7 @@ FAMILIES: dict[str, Callable[[], GeneratorConfig]] = {
     "topology-heavy": topology_heavy,
     "kueue-tas-perf": kueue_tas_perf,
     "load-10k": load_10k,
+    "helios": helios,
     **{
         f"scale-{n}": functools.partial(fragmented, nodes=n, pending=n // 5)
         for n in SCALE_POINTS

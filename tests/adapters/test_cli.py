@@ -70,10 +70,11 @@ def test_every_command_is_registered_once_in_help_order() -> None:
         "bound",
         "generate",
         "bench",
+        "simulate",
         "emulate",
         "serve",
     ]
-    assert len(COMMANDS) == 7
+    assert len(COMMANDS) == 8
 
 
 def test_every_option_has_help_and_shows_its_default() -> None:
