@@ -57,10 +57,15 @@ class SolveParams:
 
 def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     """The plan of the chosen solver, every victim in it needed by its
-    preemptor (:mod:`placewise.solver.settle`)."""
+    preemptor (:mod:`placewise.solver.settle`; the greedy and the optimizer
+    settle their own)."""
     from placewise.solver.settle import settle_preemptions
 
-    return settle_preemptions(snapshot, _solve(snapshot, params or SolveParams()))
+    params = params or SolveParams()
+    plan = _solve(snapshot, params)
+    if params.solver in ("greedy", "cpsat", "auto"):
+        return plan
+    return settle_preemptions(snapshot, plan)
 
 
 def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:

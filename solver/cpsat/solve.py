@@ -134,8 +134,18 @@ def solve_cpsat(
     """``warm``: a valid plan of ``snapshot`` to start from instead of the
     greedy/best-fit warm start; the result is never worse than it.
     ``hints``: valid plans to start the search from when the warm start is
-    not a plan of the model (it stays the floor)."""
-    params = params or CpSatParams()
+    not a plan of the model (it stays the floor).  Every victim of the
+    result is needed by its preemptor (:mod:`placewise.solver.settle`)."""
+    plan = _solve_cpsat(snapshot, params or CpSatParams(), warm, hints)
+    return settle_preemptions(snapshot, plan)
+
+
+def _solve_cpsat(
+    snapshot: Snapshot,
+    params: CpSatParams,
+    warm: Plan | None,
+    hints: Sequence[Plan],
+) -> Plan:
     start = time.perf_counter()
     if saturated(snapshot):
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
