@@ -339,8 +339,9 @@ def _configuration(
         warnings.append(
             Problem(
                 Location(file=ctx.file, kind=ctx.kind, name=ctx.name, line=ctx.line),
-                "ignored fields of Kueue's Configuration (only fairSharing "
-                f"matters to placewise): {', '.join(ignored)}",
+                "ignored fields of Kueue's Configuration (only fairSharing, "
+                "admissionFairSharing and the AdmissionFairSharing gate matter "
+                f"to placewise): {', '.join(ignored)}",
             )
         )
     return fair

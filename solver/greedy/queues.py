@@ -12,6 +12,7 @@ import heapq
 from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
+from placewise.solver.kueue.afs import AfsLedger, UsageKey, lq_key
 from placewise.solver.kueue.order import QueueKey, queue_order
 from placewise.solver.kueue.workload import WlInfo
 
@@ -51,8 +52,12 @@ def shape_of(info: WlInfo) -> tuple[object, ...]:
 class PendingQueue:
     """One ClusterQueue's pending workloads."""
 
-    def __init__(self, cq: ClusterQueue) -> None:
+    def __init__(self, cq: ClusterQueue, ledger: AfsLedger | None = None) -> None:
         self.cq = cq
+        self.ledger = ledger
+        """Set when the queue orders by LocalQueue usage (admission fair
+        sharing): that order changes with every admission, so the head is
+        then found by a scan instead of the heap."""
         self.strict = cq.queueing_strategy == "StrictFIFO"
         self._heap: list[tuple[QueueKey, int, WlInfo]] = []
         self._seq = 0  # tie-break for re-pushed entries of the same workload
@@ -70,6 +75,11 @@ class PendingQueue:
 
     def pop(self) -> WlInfo | None:
         """The head: the sticky preemptor first (BestEffortFIFO), else the heap top."""
+        if self.ledger is not None:
+            best = self._fair_head()
+            if best is not None:
+                del self.active[best.key]
+            return best
         if self.sticky is not None and not self.strict and self.sticky in self.active:
             return self.active.pop(self.sticky)
         while self._heap:
@@ -117,8 +127,28 @@ class PendingQueue:
         if self.sticky == key:
             self.sticky = None
 
+    def _fair_key(
+        self, info: WlInfo, ledger: AfsLedger
+    ) -> tuple[UsageKey, bool, QueueKey]:
+        """Kueue's ``queueOrderingFunc``: the LocalQueue's usage first, then
+        the base order (the sticky preemptor, priority, time, UID)."""
+        sticky = info.key == self.sticky and not self.strict
+        return ledger.usage(lq_key(info.obj)), not sticky, queue_order(info.obj)
+
+    def _fair_head(self) -> WlInfo | None:
+        ledger = self.ledger
+        assert ledger is not None
+        return min(
+            self.active.values(),
+            key=lambda info: self._fair_key(info, ledger),
+            default=None,
+        )
+
     def head_key(self) -> str | None:
         """Peek without popping (used for StrictFIFO pending reasons)."""
+        if self.ledger is not None:
+            head = self._fair_head()
+            return head.key if head is not None else None
         if self.sticky is not None and not self.strict and self.sticky in self.active:
             return self.sticky
         for _, _, info in sorted(self._heap, key=lambda x: (x[0], x[1])):

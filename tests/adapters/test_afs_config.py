@@ -1,0 +1,99 @@
+"""Admission fair sharing in instances (issue 22): Kueue's Configuration
+section and gate, a ClusterQueue's admission mode, a LocalQueue's weight and
+recorded usage, decoded exactly as Kueue reads them.  Bad values are in
+tests/data/malformed (afs-*) and checked by test_kueue_config."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from fractions import Fraction
+
+import pytest
+
+from placewise.adapters.io.convert.afs import parse_duration
+from placewise.adapters.io.loader import snapshot_from_text
+from placewise.models.errors import InstanceError
+
+CONFIG = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("0", 0),
+        ("10s", 10 * 10**9),
+        ("1m30s", 90 * 10**9),
+        ("1.5h", 5400 * 10**9),
+        ("300ms", 300 * 10**6),
+        ("2us", 2000),
+        ("7ns", 7),
+        ("-1s", -(10**9)),
+    ],
+)
+def test_durations_read_as_go_does(text: str, ns: int) -> None:
+    assert parse_duration(text) == ns
+
+
+@pytest.mark.parametrize("text", ["", "10", "ten seconds", "1d", "s", "1s2"])
+def test_what_go_refuses_is_not_a_duration(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration(text)
+
+
+def test_section_with_kueue_defaults_and_exact_weights() -> None:
+    snap = snapshot_from_text(
+        CONFIG + "admissionFairSharing:\n  usageHalfLifeTime: 10m\n"
+        "  resourceWeights: {cpu: 0.5, nvidia.com/gpu: 2}\n"
+    )
+    afs = snap.fair_sharing.admission
+    assert afs is not None
+    assert afs.usage_half_life_ns == 600 * 10**9
+    assert afs.usage_sampling_interval_ns == 300 * 10**9  # Kueue's default
+    assert dict(afs.resource_weights) == {
+        "cpu": Fraction(1, 2),
+        "nvidia.com/gpu": Fraction(2),
+    }
+    assert not snap.fair_sharing.enable  # cohort fair sharing is separate
+
+
+def test_the_gate_turns_it_off_and_other_gates_are_named() -> None:
+    snap = snapshot_from_text(
+        CONFIG + "admissionFairSharing: {usageHalfLifeTime: 10s}\n"
+        "featureGates: {AdmissionFairSharing: false, TopologyAwareScheduling: true}\n"
+    )
+    assert snap.fair_sharing.admission is None
+    warnings = " ".join(str(w) for w in snap.warnings)
+    assert "featureGates.TopologyAwareScheduling" in warnings
+    assert "featureGates.AdmissionFairSharing" not in warnings
+
+
+def test_no_section_means_no_usage_ordering() -> None:
+    assert snapshot_from_text(CONFIG).fair_sharing.admission is None
+
+
+def test_negative_resource_weight_is_refused() -> None:
+    with pytest.raises(InstanceError, match=r"resourceWeights\.cpu"):
+        snapshot_from_text(
+            CONFIG + "admissionFairSharing:\n  usageHalfLifeTime: 10s\n"
+            "  resourceWeights: {cpu: -1}\n"
+        )
+
+
+def test_queue_objects() -> None:
+    snap = snapshot_from_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+        "metadata: {name: cq}\n"
+        "spec: {admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}}\n"
+        "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+        "metadata: {name: lq, namespace: default}\n"
+        "spec: {clusterQueue: cq, fairSharing: {weight: 250m}}\n"
+        "status:\n  fairSharing:\n    weightedShare: 0\n"
+        "    admissionFairSharingStatus:\n"
+        "      consumedResources: {cpu: 1500m, memory: 2Gi}\n"
+        "      lastUpdate: '2026-01-01T00:00:00Z'\n"
+    )
+    assert snap.cluster_queues["cq"].admission_mode == "UsageBasedAdmissionFairSharing"
+    lq = snap.local_queues["default/lq"]
+    assert lq.fair_weight == Fraction(1, 4)
+    assert dict(lq.consumed) == {"cpu": Fraction(3, 2), "memory": Fraction(2**31)}
+    assert lq.consumed_at == datetime(2026, 1, 1, tzinfo=UTC)
