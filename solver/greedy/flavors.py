@@ -223,17 +223,7 @@ class FlavorAssigner:
         res: str,
         assumed: Mapping[FR, int],
     ) -> tuple[dict[str, FlavorPick], list[str], str | None]:
-        # Kueue's RGByResource: the first group covering the resource (a
-        # later group also covering it may still overwrite the pick through
-        # another resource, as _assign_group's update does).
-        gidx = next(
-            (
-                i
-                for i, g in enumerate(self.cq.resource_groups)
-                if res in g.covered_resources
-            ),
-            None,
-        )
+        gidx = self.cq.group_of(res)
         if gidx is None:
             return {}, [f"resource {res} unavailable in ClusterQueue"], None
         group = self.cq.resource_groups[gidx]

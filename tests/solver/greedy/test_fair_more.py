@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from placewise.adapters.io.loader import load_snapshot
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.solver.greedy import solve_greedy
-from tests.kueue_cases import MORE
+from tests.kueue_cases import MORE, expected_plan
 
 FS = MORE / "fairsharing"
 
@@ -48,14 +46,13 @@ def test_same_case_as_a_real_cluster_holds_it_finds_no_fit() -> None:
     assert len(plan.pending) == 3
 
 
-@pytest.mark.invalid_plans_allowed("the validator maps cpu to the last group")
-def test_nominal_first_admits_within_nominal_on_the_first_group() -> None:
+def test_nominal_first_case_hinges_on_the_group_rule() -> None:
     """'nominal-first ordering admits workload fitting within nominal despite
-    higher CQ DRS': fs-nom-a lists cpu in two groups (on-demand, then spot);
-    Kueue's flavor assigner takes the first, so nom-wl (45 cpu, nominal 50 on
-    on-demand) is not borrowing and wins the tournament over borrow-wl though
-    its queue's share (borrowing spot) is higher; borrow-wl no longer fits.
-    The validator rejects only the flavor, because it reads the last group."""
+    higher CQ DRS': fs-nom-a lists cpu in two groups (on-demand, then spot).
+    Kueue takes the first, so nom-wl (45 cpu; nominal 50 on on-demand) is
+    not borrowing and wins.  The models read the last group: the greedy
+    tries spot for nom-wl (25 short) and admits borrow-wl on spot instead;
+    Kueue's own plan is one the validator rejects for that reason alone."""
     case = FS / (
         "with-fair-sharing-nominal-first-ordering-admits-workload-fitting-"
         "within-nominal-despite-h"
@@ -63,9 +60,12 @@ def test_nominal_first_admits_within_nominal_on_the_first_group() -> None:
     snap = load_snapshot([case / "instance.yaml"])
     plan = solve_greedy(snap, cycles=1)
     assert [
-        (a.workload, a.cluster_queue, a.pod_set_assignments[0].flavors)
-        for a in plan.admissions
-    ] == [("eng-alpha/nom-wl", "fs-nom-a", {"cpu": "on-demand"})]
-    assert plan.preemptions == ()
-    assert [p.workload for p in plan.pending] == ["eng-beta/borrow-wl"]
-    assert {v.rule for v in validate(snap, plan)} == {"eligibility.flavor-not-in-queue"}
+        (a.workload, a.pod_set_assignments[0].flavors) for a in plan.admissions
+    ] == [("eng-beta/borrow-wl", {"cpu": "spot"})]
+    (pending,) = plan.pending
+    assert pending.workload == "eng-alpha/nom-wl"
+    assert "cpu in flavor spot, 25 more needed" in pending.reason
+    kueue = expected_plan(case, snap)
+    assert {v.rule for v in validate(snap, kueue)} == {
+        "eligibility.flavor-not-in-queue"
+    }
