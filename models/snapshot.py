@@ -48,6 +48,20 @@ class Objects:
     """From Kueue's Configuration object, when the instance has one."""
 
 
+NOT_MODELLED_ANNOTATIONS: dict[str, str] = {
+    "kueue.x-k8s.io/workload-slice-replacement-for": (
+        "elastic workload slice (ElasticJobsViaWorkloadSlices): not modelled; the "
+        "slice is scheduled as a workload of its own, beside the slice it replaces"
+    ),
+    "kueue.x-k8s.io/admission-gated-by": (
+        "admission gated by an annotation (AdmissionGatedBy): not modelled; "
+        "the workload is scheduled as if ungated"
+    ),
+}
+"""Kueue annotations with default-on behaviour placewise does not reproduce:
+one warning per workload carrying one, so a plan never hides the gap."""
+
+
 class Snapshot:
     """Resolved, immutable view of one instance."""
 
@@ -209,6 +223,9 @@ class Snapshot:
 
     def _check_running(self) -> None:
         for w in self.workloads.values():
+            for key, what in NOT_MODELLED_ANNOTATIONS.items():
+                if key in w.annotations:
+                    self._warn("Workload", w.name, what, namespace=w.namespace)
             if w.is_running and w.admission is not None:
                 cq = w.admission.cluster_queue
                 if cq not in self.cluster_queues:

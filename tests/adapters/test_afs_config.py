@@ -97,3 +97,22 @@ def test_queue_objects() -> None:
     assert lq.fair_weight == Fraction(1, 4)
     assert dict(lq.consumed) == {"cpu": Fraction(3, 2), "memory": Fraction(2**31)}
     assert lq.consumed_at == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "words"),
+    [
+        ("kueue.x-k8s.io/workload-slice-replacement-for", "elastic workload slice"),
+        ("kueue.x-k8s.io/admission-gated-by", "AdmissionGatedBy"),
+    ],
+)
+def test_unmodelled_kueue_annotations_are_warned(annotation: str, words: str) -> None:
+    """Default-on Kueue behaviour placewise does not reproduce is never silent."""
+    snap = snapshot_from_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n"
+        f"metadata: {{name: w, namespace: default, annotations: {{{annotation}: x}}}}\n"
+        "spec:\n  queueName: q\n  podSets: [{name: main, count: 1, template: "
+        "{spec: {containers: [{name: c}]}}}]\n"
+    )
+    (warning,) = [str(w) for w in snap.warnings if "Workload default/w" in str(w)]
+    assert words in warning
