@@ -116,3 +116,17 @@ def test_unmodelled_kueue_annotations_are_warned(annotation: str, words: str) ->
     )
     (warning,) = [str(w) for w in snap.warnings if "Workload default/w" in str(w)]
     assert words in warning
+
+
+def test_odd_keys_and_values_are_errors_not_crashes() -> None:
+    """YAML may give non-string keys and nested values: located errors."""
+    with pytest.raises(InstanceError) as info:
+        snapshot_from_text(
+            CONFIG + "admissionFairSharing:\n  usageHalfLifeTime: {a: 1}\n"
+            "  resourceWeights: {1: 2, cpu: [3]}\n"
+            "featureGates: {AdmissionFairSharing: maybe}\n"
+        )
+    text = str(info.value)
+    assert "admissionFairSharing.usageHalfLifeTime" in text
+    assert "admissionFairSharing.resourceWeights.cpu" in text
+    assert "featureGates.AdmissionFairSharing" in text

@@ -112,7 +112,8 @@ def decode_admission_fair_sharing(
         )
     weights: list[tuple[str, Fraction]] = []
     path = "admissionFairSharing.resourceWeights"
-    for name, value in sorted(ctx.mapping(raw, "resourceWeights", path).items()):
+    items = ctx.mapping(raw, "resourceWeights", path).items()
+    for name, value in sorted(items, key=lambda kv: str(kv[0])):
         w = _weight(ctx, value, f"{path}.{name}")
         if w is not None:
             weights.append((str(name), w))
@@ -163,7 +164,8 @@ def local_queue_usage(
     afs = ctx.mapping(fair, "admissionFairSharingStatus", base)
     consumed: list[tuple[str, Fraction]] = []
     path = f"{base}.consumedResources"
-    for name, value in sorted(ctx.mapping(afs, "consumedResources", path).items()):
+    items = ctx.mapping(afs, "consumedResources", path).items()
+    for name, value in sorted(items, key=lambda kv: str(kv[0])):
         try:
             amount = parse_fraction(value)
         except QuantityError as exc:
