@@ -56,8 +56,10 @@ class PendingQueue:
         self.cq = cq
         self.ledger = ledger
         """Set when the queue orders by LocalQueue usage (admission fair
-        sharing): that order changes with every admission, so the head is
-        then found by a scan instead of the heap."""
+        sharing): that order moves with every admission, so each LocalQueue
+        keeps its own heap (its workloads share one usage) and the head is
+        the best of the LocalQueues' heads."""
+        self._by_lq: dict[str, list[tuple[QueueKey, int, WlInfo]]] = {}
         self.strict = cq.queueing_strategy == "StrictFIFO"
         self._heap: list[tuple[QueueKey, int, WlInfo]] = []
         self._seq = 0  # tie-break for re-pushed entries of the same workload
@@ -71,7 +73,10 @@ class PendingQueue:
         self.parked.pop(info.key, None)
         self.active[info.key] = info
         self._seq += 1
-        heapq.heappush(self._heap, (queue_order(info.obj), self._seq, info))
+        heap = self._heap
+        if self.ledger is not None:
+            heap = self._by_lq.setdefault(lq_key(info.obj), [])
+        heapq.heappush(heap, (queue_order(info.obj), self._seq, info))
 
     def pop(self) -> WlInfo | None:
         """The head: the sticky preemptor first (BestEffortFIFO), else the heap top."""
@@ -127,22 +132,26 @@ class PendingQueue:
         if self.sticky == key:
             self.sticky = None
 
-    def _fair_key(
-        self, info: WlInfo, ledger: AfsLedger
-    ) -> tuple[UsageKey, bool, QueueKey]:
+    def _fair_head(self) -> WlInfo | None:
         """Kueue's ``queueOrderingFunc``: the LocalQueue's usage first, then
         the base order (the sticky preemptor, priority, time, UID)."""
-        sticky = info.key == self.sticky and not self.strict
-        return ledger.usage(lq_key(info.obj)), not sticky, queue_order(info.obj)
-
-    def _fair_head(self) -> WlInfo | None:
         ledger = self.ledger
         assert ledger is not None
-        return min(
-            self.active.values(),
-            key=lambda info: self._fair_key(info, ledger),
-            default=None,
-        )
+        sticky = self.active.get(self.sticky or "") if not self.strict else None
+        best: tuple[UsageKey, bool, QueueKey] | None = None
+        head: WlInfo | None = None
+        for lq, heap in self._by_lq.items():
+            while heap and self.active.get(heap[0][2].key) is not heap[0][2]:
+                heapq.heappop(heap)  # popped or re-pushed since
+            if not heap:
+                continue
+            top = heap[0][2]
+            if sticky is not None and lq_key(sticky.obj) == lq:
+                top = sticky
+            key = (ledger.usage(lq), top is not sticky, queue_order(top.obj))
+            if best is None or key < best:
+                best, head = key, top
+        return head
 
     def head_key(self) -> str | None:
         """Peek without popping (used for StrictFIFO pending reasons)."""

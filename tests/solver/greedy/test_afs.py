@@ -10,7 +10,9 @@ from fractions import Fraction
 
 from placewise.models.cluster import AdmissionFairSharing
 from placewise.solver.greedy import solve_greedy
-from placewise.solver.kueue.afs import alpha
+from placewise.solver.greedy.queues import PendingQueue
+from placewise.solver.kueue.afs import AfsLedger, alpha
+from placewise.solver.kueue.workload import WlInfo
 from tests.helpers import NS, cq_yaml, flavor_yaml, snapshot
 from tests.solver.greedy.test_mechanisms import wl
 
@@ -101,3 +103,34 @@ def test_alpha_is_kueues_rate() -> None:
     assert abs(alpha(cfg) - (1 - 0.5**0.1)) < 1e-15
     assert alpha(cfg.model_copy(update={"usage_half_life_ns": 0})) == 0.0
     assert Fraction(repr(alpha(cfg))) < Fraction(7, 100)
+
+
+def test_usage_comes_before_the_sticky_preemptor() -> None:
+    """Kueue's AFS comparator puts the LocalQueue's usage ahead of the base
+    order, the sticky preemptor included: the sticky head of a busier
+    LocalQueue waits; among equal usage it goes first."""
+    snap = snapshot(
+        NS,
+        flavor_yaml(),
+        config(),
+        cq_yaml("cq", extra=USAGE_BASED),
+        local_queue("a", "cpu: '4'"),
+        local_queue("b", "cpu: '1'"),
+        local_queue("c", "cpu: '1'"),
+        wl("a1", "a", "1", ts=0),
+        wl("b1", "b", "1", ts=1),
+        wl("c1", "c", "1", ts=2),
+    )
+    ledger = AfsLedger.of(snap)
+    assert ledger is not None
+    queue = PendingQueue(snap.cluster_queues["cq"], ledger)
+    for w in snap.pending:
+        queue.push(WlInfo(obj=w, cq="cq"))
+    queue.sticky = "default/a1"
+    assert queue.head_key() == "default/b1"  # usage 1 < 4
+    queue.sticky = "default/c1"
+    assert queue.head_key() == "default/c1"  # usage ties b: sticky first
+    popped = queue.pop()
+    assert popped is not None and popped.key == "default/c1"
+    ledger.charge(popped.obj, {})  # c's usage grows by alpha x 1 cpu
+    assert queue.head_key() == "default/b1"
