@@ -53,13 +53,13 @@ NOT_MODELLED_ANNOTATIONS: dict[str, str] = {
         "elastic workload slice (ElasticJobsViaWorkloadSlices): not modelled; the "
         "slice is scheduled as a workload of its own, beside the slice it replaces"
     ),
-    "kueue.x-k8s.io/admission-gated-by": (
-        "admission gated by an annotation (AdmissionGatedBy): not modelled; "
-        "the workload is scheduled as if ungated"
-    ),
 }
 """Kueue annotations with default-on behaviour placewise does not reproduce:
 one warning per workload carrying one, so a plan never hides the gap."""
+
+ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+"""Kueue's AdmissionGatedBy gate (on by default): a non-empty value keeps the
+workload out of its queue (``workload.IsAdmissible``) until it is cleared."""
 
 
 class Snapshot:
@@ -267,6 +267,8 @@ class Snapshot:
         return out
 
     def _target(self, w: Workload, warned: set[str]) -> tuple[str | None, str | None]:
+        if w.annotations.get(ADMISSION_GATED_BY):
+            return None, f"Admission is gated by: {w.annotations[ADMISSION_GATED_BY]}"
         if not w.queue_name:
             return None, "workload has no spec.queueName"
         lq = self.local_queue_of(w)

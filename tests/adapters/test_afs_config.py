@@ -99,23 +99,44 @@ def test_queue_objects() -> None:
     assert lq.consumed_at == datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(
-    ("annotation", "words"),
-    [
-        ("kueue.x-k8s.io/workload-slice-replacement-for", "elastic workload slice"),
-        ("kueue.x-k8s.io/admission-gated-by", "AdmissionGatedBy"),
-    ],
-)
-def test_unmodelled_kueue_annotations_are_warned(annotation: str, words: str) -> None:
-    """Default-on Kueue behaviour placewise does not reproduce is never silent."""
-    snap = snapshot_from_text(
+def workload(annotations: str) -> str:
+    return (
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n"
-        f"metadata: {{name: w, namespace: default, annotations: {{{annotation}: x}}}}\n"
+        f"metadata: {{name: w, namespace: default, annotations: {{{annotations}}}}}\n"
         "spec:\n  queueName: q\n  podSets: [{name: main, count: 1, template: "
         "{spec: {containers: [{name: c}]}}}]\n"
     )
+
+
+def test_elastic_slices_are_warned() -> None:
+    """Default-on Kueue behaviour placewise does not reproduce is never silent."""
+    snap = snapshot_from_text(
+        workload("kueue.x-k8s.io/workload-slice-replacement-for: default/old")
+    )
     (warning,) = [str(w) for w in snap.warnings if "Workload default/w" in str(w)]
-    assert words in warning
+    assert "elastic workload slice" in warning
+
+
+@pytest.mark.parametrize(
+    ("value", "gated"), [("'ext-controller'", True), ("''", False)]
+)
+def test_admission_gated_by_keeps_the_workload_out_of_its_queue(
+    value: str, gated: bool
+) -> None:
+    """Kueue's AdmissionGatedBy (on by default): a non-empty annotation makes
+    the workload inadmissible, with Kueue's own message; an empty one not."""
+    snap = snapshot_from_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+        "metadata: {name: q, namespace: default}\nspec: {clusterQueue: cq}\n---\n"
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+        "metadata: {name: cq}\nspec: {namespaceSelector: {}}\n---\n"
+        + workload(f"kueue.x-k8s.io/admission-gated-by: {value}")
+    )
+    (w,) = snap.pending
+    if gated:
+        assert snap.blocked_reason(w) == "Admission is gated by: ext-controller"
+    else:
+        assert snap.blocked_reason(w) is None
 
 
 def test_odd_keys_and_values_are_errors_not_crashes() -> None:
