@@ -151,3 +151,14 @@ def test_odd_keys_and_values_are_errors_not_crashes() -> None:
     assert "admissionFairSharing.usageHalfLifeTime" in text
     assert "admissionFairSharing.resourceWeights.cpu" in text
     assert "featureGates.AdmissionFairSharing" in text
+
+
+def test_reclaimable_pods_are_warned() -> None:
+    """ReclaimablePods (on in Kueue) is not modelled: said once, located."""
+    text = workload("a: b").replace(
+        "spec:\n",
+        "status: {reclaimablePods: [{name: main, count: 1}]}\nspec:\n",
+    )
+    snap = snapshot_from_text(text)
+    (warning,) = [str(w) for w in snap.warnings if "reclaimable" in str(w)]
+    assert "Workload default/w: field status.reclaimablePods" in warning
