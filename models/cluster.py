@@ -7,6 +7,7 @@ the :class:`placewise.models.snapshot.Snapshot` resolves references.
 
 from __future__ import annotations
 
+from datetime import datetime
 from fractions import Fraction
 from typing import Literal
 
@@ -69,6 +70,10 @@ class PreemptionPolicy(Frozen):
     borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort()
 
 
+AdmissionMode = Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"]
+"""``spec.admissionScope.admissionMode`` of a ClusterQueue."""
+
+
 class FlavorFungibility(Frozen):
     when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = "MayStopSearch"
     when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] = "TryNextFlavor"
@@ -88,6 +93,9 @@ class ClusterQueue(Frozen):
     stop_policy: str = "None"
     fair_weight: Fraction = Fraction(1)
     """``spec.fairSharing.weight``: exact, so shares compare without rounding."""
+    admission_mode: AdmissionMode = "NoAdmissionFairSharing"
+    """Usage-based: the queue orders its heads by their LocalQueues' usage
+    (admission fair sharing), when Kueue's Configuration enables it."""
 
     def quota(self, flavor: str, resource: str) -> ResourceQuota | None:
         for group in self.resource_groups:
@@ -142,6 +150,19 @@ SUPPORTED_STRATEGIES: tuple[tuple[PreemptionStrategy, ...], ...] = (
 """The only lists Kueue's configuration validation accepts, in this order."""
 
 
+class AdmissionFairSharing(Frozen):
+    """Kueue's ``Configuration.admissionFairSharing``.
+
+    Durations are exact nanoseconds, as Go's ``time.Duration`` holds them;
+    resource weights are exact (Kueue reads them as float64 and defaults an
+    unlisted resource to 1).
+    """
+
+    usage_half_life_ns: int
+    usage_sampling_interval_ns: int = 300 * 10**9
+    resource_weights: tuple[tuple[str, Fraction], ...] = ()
+
+
 class FairSharing(Frozen):
     """Kueue's ``Configuration.fairSharing``: cohort fair sharing on or off.
 
@@ -152,6 +173,9 @@ class FairSharing(Frozen):
 
     enable: bool = False
     preemption_strategies: tuple[PreemptionStrategy, ...] = DEFAULT_STRATEGIES
+    admission: AdmissionFairSharing | None = None
+    """``Configuration.admissionFairSharing`` while the AdmissionFairSharing
+    gate is on (its default); None: no queue orders by usage."""
 
 
 class LocalQueue(Frozen):
@@ -159,6 +183,14 @@ class LocalQueue(Frozen):
     name: str
     cluster_queue: str
     stop_policy: str = "None"
+    fair_weight: Fraction = Fraction(1)
+    """``spec.fairSharing.weight``: divides the queue's admission usage."""
+    consumed: tuple[tuple[str, Fraction], ...] = ()
+    """``status.fairSharing.admissionFairSharingStatus.consumedResources``:
+    Kueue's decayed usage history, in the quantities' own units (cpu in
+    cores, not milli-cores), exact."""
+    consumed_at: datetime | None = None
+    """``...admissionFairSharingStatus.lastUpdate``."""
 
 
 class PriorityClass(Frozen):

@@ -48,6 +48,20 @@ class Objects:
     """From Kueue's Configuration object, when the instance has one."""
 
 
+NOT_MODELLED_ANNOTATIONS: dict[str, str] = {
+    "kueue.x-k8s.io/workload-slice-replacement-for": (
+        "elastic workload slice (ElasticJobsViaWorkloadSlices): not modelled; the "
+        "slice is scheduled as a workload of its own, beside the slice it replaces"
+    ),
+}
+"""Kueue annotations with default-on behaviour placewise does not reproduce:
+one warning per workload carrying one, so a plan never hides the gap."""
+
+ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+"""Kueue's AdmissionGatedBy gate (on by default): a non-empty value keeps the
+workload out of its queue (``workload.IsAdmissible``) until it is cleared."""
+
+
 class Snapshot:
     """Resolved, immutable view of one instance."""
 
@@ -209,6 +223,9 @@ class Snapshot:
 
     def _check_running(self) -> None:
         for w in self.workloads.values():
+            for key, what in NOT_MODELLED_ANNOTATIONS.items():
+                if key in w.annotations:
+                    self._warn("Workload", w.name, what, namespace=w.namespace)
             if w.is_running and w.admission is not None:
                 cq = w.admission.cluster_queue
                 if cq not in self.cluster_queues:
@@ -250,6 +267,8 @@ class Snapshot:
         return out
 
     def _target(self, w: Workload, warned: set[str]) -> tuple[str | None, str | None]:
+        if w.annotations.get(ADMISSION_GATED_BY):
+            return None, f"Admission is gated by: {w.annotations[ADMISSION_GATED_BY]}"
         if not w.queue_name:
             return None, "workload has no spec.queueName"
         lq = self.local_queue_of(w)

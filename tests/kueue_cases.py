@@ -37,16 +37,24 @@ from placewise.models.workload import (
 from tests.shared import KUEUE_CASES
 
 CASES = KUEUE_CASES
+MORE = Path(__file__).resolve().parent / "data" / "kueue-cases-more"
+"""Kueue cases transcribed inside the repository (issue 22): same layout and
+provenance as ../shared/kueue-cases, present in every checkout."""
+
+EXPECTED_MORE: dict[str, int] = {"afs": 8, "fairsharing": 6, "tas": 3}
+"""Cases per group of :data:`MORE`; a group may grow, never shrink unnoticed."""
 
 
-def list_cases() -> list[Path]:
-    """Every case folder (``<group>/<case>``), sorted."""
-    return sorted(p.parent for p in CASES.glob("*/*/expected.yaml"))
+def list_cases(root: Path = CASES) -> list[Path]:
+    """Every case folder (``<group>/<case>``) under ``root``, sorted."""
+    return sorted(p.parent for p in root.glob("*/*/expected.yaml"))
 
 
 def case_id(case: Path) -> str:
-    """``group/case``: stable, readable pytest ids."""
-    return f"{case.parent.name}/{case.name}"
+    """``group/case`` (``more/group/case`` for :data:`MORE`): stable, readable
+    pytest ids that cannot collide between the two sets."""
+    short = f"{case.parent.name}/{case.name}"
+    return f"more/{short}" if case.parent.parent == MORE else short
 
 
 def load_expected(case: Path) -> dict[str, Any]:

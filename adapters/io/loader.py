@@ -312,6 +312,8 @@ def decode_objects(
             ctx.error("metadata.name", f"duplicate {kind} {key}")
             continue
         tables[table][key] = value
+        if kind == "Workload":
+            warnings.extend(_unmodelled_status(ctx, raw.obj))
     if unknown:
         kinds = ", ".join(
             f"{k} x{n}" if n > 1 else k for k, n in sorted(unknown.items())
@@ -320,6 +322,29 @@ def decode_objects(
             Problem(Location(), f"ignored objects of unrecognised kinds: {kinds}")
         )
     return Objects(**tables, fair_sharing=config or FairSharing()), warnings
+
+
+def _unmodelled_status(ctx: Ctx, obj: Mapping[str, Any]) -> list[Problem]:
+    """Workload status Kueue acts on by default and placewise does not:
+    ``reclaimablePods`` (gate ReclaimablePods) shrinks a running workload's
+    quota usage in Kueue; here it counts in full, so the plan is cautious."""
+    status = obj.get("status")
+    if not isinstance(status, Mapping) or not status.get("reclaimablePods"):
+        return []
+    return [
+        Problem(
+            Location(
+                file=ctx.file,
+                kind=ctx.kind,
+                namespace=ctx.namespace,
+                name=ctx.name,
+                field="status.reclaimablePods",
+                line=ctx.line,
+            ),
+            "reclaimable pods are not modelled (Kueue's ReclaimablePods): the "
+            "workload's quota usage counts in full",
+        )
+    ]
 
 
 def _configuration(
@@ -339,8 +364,9 @@ def _configuration(
         warnings.append(
             Problem(
                 Location(file=ctx.file, kind=ctx.kind, name=ctx.name, line=ctx.line),
-                "ignored fields of Kueue's Configuration (only fairSharing "
-                f"matters to placewise): {', '.join(ignored)}",
+                "ignored fields of Kueue's Configuration (only fairSharing, "
+                "admissionFairSharing and the AdmissionFairSharing gate matter "
+                f"to placewise): {', '.join(ignored)}",
             )
         )
     return fair

@@ -12,6 +12,7 @@ import heapq
 from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
+from placewise.solver.kueue.afs import AfsLedger, UsageKey, lq_key
 from placewise.solver.kueue.order import QueueKey, queue_order
 from placewise.solver.kueue.workload import WlInfo
 
@@ -51,8 +52,14 @@ def shape_of(info: WlInfo) -> tuple[object, ...]:
 class PendingQueue:
     """One ClusterQueue's pending workloads."""
 
-    def __init__(self, cq: ClusterQueue) -> None:
+    def __init__(self, cq: ClusterQueue, ledger: AfsLedger | None = None) -> None:
         self.cq = cq
+        self.ledger = ledger
+        """Set when the queue orders by LocalQueue usage (admission fair
+        sharing): that order moves with every admission, so each LocalQueue
+        keeps its own heap (its workloads share one usage) and the head is
+        the best of the LocalQueues' heads."""
+        self._by_lq: dict[str, list[tuple[QueueKey, int, WlInfo]]] = {}
         self.strict = cq.queueing_strategy == "StrictFIFO"
         self._heap: list[tuple[QueueKey, int, WlInfo]] = []
         self._seq = 0  # tie-break for re-pushed entries of the same workload
@@ -66,10 +73,18 @@ class PendingQueue:
         self.parked.pop(info.key, None)
         self.active[info.key] = info
         self._seq += 1
-        heapq.heappush(self._heap, (queue_order(info.obj), self._seq, info))
+        heap = self._heap
+        if self.ledger is not None:
+            heap = self._by_lq.setdefault(lq_key(info.obj), [])
+        heapq.heappush(heap, (queue_order(info.obj), self._seq, info))
 
     def pop(self) -> WlInfo | None:
         """The head: the sticky preemptor first (BestEffortFIFO), else the heap top."""
+        if self.ledger is not None:
+            best = self._fair_head()
+            if best is not None:
+                del self.active[best.key]
+            return best
         if self.sticky is not None and not self.strict and self.sticky in self.active:
             return self.active.pop(self.sticky)
         while self._heap:
@@ -117,8 +132,32 @@ class PendingQueue:
         if self.sticky == key:
             self.sticky = None
 
+    def _fair_head(self) -> WlInfo | None:
+        """Kueue's ``queueOrderingFunc``: the LocalQueue's usage first, then
+        the base order (the sticky preemptor, priority, time, UID)."""
+        ledger = self.ledger
+        assert ledger is not None
+        sticky = self.active.get(self.sticky or "") if not self.strict else None
+        best: tuple[UsageKey, bool, QueueKey] | None = None
+        head: WlInfo | None = None
+        for lq, heap in self._by_lq.items():
+            while heap and self.active.get(heap[0][2].key) is not heap[0][2]:
+                heapq.heappop(heap)  # popped or re-pushed since
+            if not heap:
+                continue
+            top = heap[0][2]
+            if sticky is not None and lq_key(sticky.obj) == lq:
+                top = sticky
+            key = (ledger.usage(lq), top is not sticky, queue_order(top.obj))
+            if best is None or key < best:
+                best, head = key, top
+        return head
+
     def head_key(self) -> str | None:
         """Peek without popping (used for StrictFIFO pending reasons)."""
+        if self.ledger is not None:
+            head = self._fair_head()
+            return head.key if head is not None else None
         if self.sticky is not None and not self.strict and self.sticky in self.active:
             return self.sticky
         for _, _, info in sorted(self._heap, key=lambda x: (x[0], x[1])):

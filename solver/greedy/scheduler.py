@@ -25,6 +25,7 @@ from placewise.solver.greedy.modes import Mode, PreemptionMode
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
 from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.afs import AfsLedger, applies
 from placewise.solver.kueue.fairsharing import Contender, tournament
 from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.workload import TasUsage, WlInfo, admission_frs
@@ -104,9 +105,11 @@ class GreedyScheduler:
         self._holds: dict[str, tuple[str, Assignment]] = {}
         """Room of completed evictions, held (in the state) for their
         preemptors: the next cycles may not hand it to anyone else."""
+        ledger = AfsLedger.of(snapshot)
         for name, cq in sorted(snapshot.cluster_queues.items()):
             if snapshot.is_active(name):
-                self.queues[name] = PendingQueue(cq)
+                usage_based = ledger is not None and applies(cq)
+                self.queues[name] = PendingQueue(cq, ledger if usage_based else None)
         for w in snapshot.pending:
             cq_name = snapshot.cluster_queue_of(w)
             reason = snapshot.blocked_reason(w)
@@ -529,6 +532,10 @@ class GreedyScheduler:
         queue = self.queues[e.info.cq]
         if queue.sticky == e.info.key:
             queue.sticky = None
+        if queue.ledger is not None:  # admission fair sharing's entry penalty
+            queue.ledger.charge(
+                e.info.obj, {d.name: d.count for d in e.assignment.pod_sets}
+            )
         self.outcome.admitted[e.info.key] = (e.info.cq, psas)
         self.outcome.reasons.pop(e.info.key, None)
 

@@ -32,6 +32,23 @@ BAD = {
         ":5: Configuration: field kind",
         "a second Kueue Configuration",
     ],
+    "afs-half-life-not-duration.yaml": [
+        ":1: Configuration: field admissionFairSharing.usageHalfLifeTime",
+        "'ten seconds' is not a duration",
+    ],
+    "afs-lq-weight-negative.yaml": [
+        ":1: LocalQueue team-a/main: field spec.fairSharing.weight",
+        "must not be negative",
+    ],
+    "afs-admission-mode-unknown.yaml": [
+        ":1: ClusterQueue team-a: field spec.admissionScope.admissionMode",
+        "'UsageBased' is not one of UsageBasedAdmissionFairSharing",
+    ],
+    "afs-consumed-not-quantity.yaml": [
+        ":1: LocalQueue team-a/main: field status.fairSharing."
+        "admissionFairSharingStatus.consumedResources.cpu",
+        "'lots' is not a valid quantity",
+    ],
 }
 
 

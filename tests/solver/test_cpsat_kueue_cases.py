@@ -19,7 +19,7 @@ from placewise.solver.problem.data import compile_problem
 from tests.kueue_cases import case_id
 from tests.shared import EXPECTED, KUEUE_CASES, params, requires_shared
 from tests.solver.exhaustive import demand_vector
-from tests.solver.test_greedy_kueue_cases import case_dirs, load_case
+from tests.solver.test_greedy_kueue_cases import case_dirs, load_case, more_case_dirs
 
 PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)
 NOT_REPRESENTABLE = {
@@ -41,7 +41,11 @@ def test_every_case_is_run() -> None:
     assert len(case_dirs()) >= sum(EXPECTED.values())
 
 
-@pytest.mark.parametrize("case", params(case_dirs(), ids=case_id))
+@pytest.mark.parametrize(
+    "case",
+    params(case_dirs(), ids=case_id)
+    + [pytest.param(c, id=case_id(c)) for c in more_case_dirs()],
+)
 def test_cpsat_plan_is_valid_and_not_worse(case: Path) -> None:
     """CP-SAT's plan (valid) scores >= the greedy's (valid) under the model's
     own stage values; both plans are representable in the model."""

@@ -6,6 +6,12 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from placewise.adapters.io.convert.afs import (
+    GATE,
+    admission_mode,
+    decode_admission_fair_sharing,
+    local_queue_usage,
+)
 from placewise.adapters.io.convert.context import Ctx
 from placewise.adapters.io.convert.core import (
     label_selector,
@@ -241,6 +247,7 @@ def decode_cluster_queue(
         flavor_fungibility=fungibility,
         stop_policy=ctx.string(spec, "stopPolicy", "spec.stopPolicy", "None") or "None",
         fair_weight=fair_weight(ctx, spec),
+        admission_mode=admission_mode(ctx, spec),
     )
 
 
@@ -288,11 +295,15 @@ def decode_local_queue(ctx: Ctx, obj: Mapping[str, Any]) -> LocalQueue | None:
     if not cq:
         ctx.error("spec.clusterQueue", "a LocalQueue must name its ClusterQueue")
         return None
+    consumed, consumed_at = local_queue_usage(ctx, obj)
     return LocalQueue(
         namespace=ctx.namespace,
         name=ctx.name,
         cluster_queue=cq,
         stop_policy=ctx.string(spec, "stopPolicy", "spec.stopPolicy", "None") or "None",
+        fair_weight=fair_weight(ctx, spec),
+        consumed=consumed,
+        consumed_at=consumed_at,
     )
 
 
@@ -332,21 +343,45 @@ def decode_topology(ctx: Ctx, obj: Mapping[str, Any]) -> Topology | None:
     return Topology(name=ctx.name, levels=tuple(levels))
 
 
-_CONFIG_KNOWN = frozenset({"apiVersion", "kind", "metadata", "fairSharing"})
+_CONFIG_KNOWN = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "metadata",
+        "fairSharing",
+        "admissionFairSharing",
+        "featureGates",
+    }
+)
 _FAIR_KNOWN = frozenset({"enable", "preemptionStrategies"})
 
 
 def decode_configuration(
     ctx: Ctx, obj: Mapping[str, Any], version: str
 ) -> tuple[FairSharing, list[str]]:
-    """Kueue's own ``Configuration``: only ``fairSharing`` changes decisions.
+    """Kueue's own ``Configuration``: ``fairSharing``, ``admissionFairSharing``
+    and the AdmissionFairSharing entry of ``featureGates`` change decisions.
 
     Returns the fair-sharing settings and the fields placewise ignores (the
-    loader warns once, naming them).  v1beta1 switches fair sharing on with
-    ``enable: true``; in v1beta2 the ``fairSharing`` section's presence does.
-    An unset strategy list takes Kueue's default; a list Kueue's validation
-    would refuse (unknown name, other combination or order) is an error.
+    loader warns once, naming them; other feature gates among them).
     """
+    fair, ignored = _fair_sharing(ctx, obj, version)
+    gates = obj.get("featureGates")
+    if isinstance(gates, Mapping):
+        ignored += sorted(
+            f"featureGates.{describe(k, quote=False)}" for k in gates if k != GATE
+        )
+    admission = decode_admission_fair_sharing(ctx, obj)
+    return fair.model_copy(update={"admission": admission}), ignored
+
+
+def _fair_sharing(
+    ctx: Ctx, obj: Mapping[str, Any], version: str
+) -> tuple[FairSharing, list[str]]:
+    """v1beta1 switches fair sharing on with ``enable: true``; in v1beta2 the
+    ``fairSharing`` section's presence does.  An unset strategy list takes
+    Kueue's default; a list Kueue's validation would refuse (unknown name,
+    other combination or order) is an error."""
     ignored = sorted(describe(k, quote=False) for k in obj if k not in _CONFIG_KNOWN)
     raw = obj.get("fairSharing")
     if raw is None:

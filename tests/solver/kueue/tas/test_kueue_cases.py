@@ -8,6 +8,7 @@ Where the Go test states a failure reason we check it word for word.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +17,13 @@ import yaml
 from placewise.adapters.io.loader import load_snapshot
 from placewise.models.workload import SliceLayer, Workload
 from placewise.solver.kueue.tas import TasPodSetRequest, TasState
+from tests.kueue_cases import MORE
 from tests.shared import KUEUE_CASES, params, requires_shared
 
 CASES = KUEUE_CASES / "tas"
+MORE_CASES = MORE / "tas"
+"""The in-repository transcriptions (issue 22: the multi-layer entries the
+shared folder lacks); always present."""
 
 ERRATA: dict[str, dict[str, tuple[SliceLayer, ...]]] = {
     # The instance is written in v1beta1, which has no
@@ -98,6 +103,11 @@ REASONS: dict[str, str] = {
         "podset slice topology cloud.com/topology-block is above the podset "
         "topology kubernetes.io/hostname"
     ),
+    "find-multi-layer-topology-3-layer-negative-case-with-small-hosts-cascading-up": (
+        'topology "default" doesn\'t allow to fit; 1/2 slice(s) fit on level '
+        "cloud.com/topology-block; 3/4 slice(s) fit on level cloud.com/topology-rack; "
+        "6/8 slice(s) fit on level kubernetes.io/hostname"
+    ),
     "find-temporary-state-cleanup-prevents-leakage-across-podsets": (
         'topology "default" doesn\'t allow to fit any of 1 pod(s). Total nodes: 2; '
         "excluded: nodeSelector: 2"
@@ -105,9 +115,9 @@ REASONS: dict[str, str] = {
 }
 
 
-def topology_cases() -> list[str]:
+def topology_cases(root: Path = CASES) -> list[str]:
     out = []
-    for exp in sorted(CASES.glob("*/expected.yaml")):
+    for exp in sorted(root.glob("*/expected.yaml")):
         if yaml.safe_load(exp.read_text()).get("compare") == "topology":
             out.append(exp.parent.name)
     return out
@@ -148,8 +158,22 @@ def test_case_count() -> None:
 
 @pytest.mark.parametrize("case", params(topology_cases(), ids=str))
 def test_find_topology_assignments(case: str) -> None:
-    expected = yaml.safe_load((CASES / case / "expected.yaml").read_text())
-    snap = load_snapshot([CASES / case / "instance.yaml"])
+    check(CASES, case)
+
+
+def test_more_case_count() -> None:
+    assert len(topology_cases(MORE_CASES)) >= 3
+
+
+@pytest.mark.parametrize("case", topology_cases(MORE_CASES))
+def test_find_topology_assignments_more(case: str) -> None:
+    check(MORE_CASES, case)
+
+
+def check(root: Path, case: str) -> None:
+    """Place the case's workload; compare with Kueue's assignment or reason."""
+    expected = yaml.safe_load((root / case / "expected.yaml").read_text())
+    snap = load_snapshot([root / case / "instance.yaml"])
     (wl,) = snap.pending
     cq = snap.cluster_queues[snap.cluster_queue_of(wl) or ""]
     (flavor,) = [f for f in cq.flavor_names if snap.flavors[f].is_tas]
