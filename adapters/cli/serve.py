@@ -229,6 +229,18 @@ def register(subparsers: Subparsers) -> None:
         "kube-scheduler's Lease to follow (default: %(default)s)",
     )
     p.add_argument("--identity", help="leader-election identity (default: host-pid)")
+    for flag, default, why in (
+        ("lease-duration", 15.0, "a follower waits on an unrenewed Lease"),
+        ("renew-deadline", 10.0, "the leader keeps acting without a renewal"),
+        ("retry-period", 2.0, "between acquire-or-renew rounds"),
+    ):
+        p.add_argument(
+            f"--leader-elect-{flag}",
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"seconds {why}, as kube-scheduler's flag (default: %(default)s)",
+        )
     p.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -285,6 +297,21 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
             raise InstanceError(
                 [Problem(Location(field="--" + flag.replace("_", "-")), "must be >= 1")]
             )
+    lease = (
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+    )
+    if not 0 < lease[2] < lease[1] < lease[0]:
+        # The deadline must end before anyone may take over, or two act at once.
+        raise InstanceError(
+            [
+                Problem(
+                    Location(field="--leader-elect-renew-deadline"),
+                    "need 0 < retry period < renew deadline < lease duration",
+                )
+            ]
+        )
     if getattr(args, "kueue_config", None):
         extra["kueue_config"] = read_kueue_config(args.kueue_config)
     return ServeConfig(
@@ -313,6 +340,9 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         lease_follow=args.lease_follow,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
+        lease_duration=lease[0],
+        renew_deadline=lease[1],
+        retry_period=lease[2],
         **extra,
     )
 

@@ -124,6 +124,9 @@ def config_from(args: argparse.Namespace) -> DispatchConfig:
         lease_name=args.lease_name
         if args.lease_name != "placewise-serve"
         else "placewise-dispatcher",
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
         **extra,
     )
 
