@@ -403,6 +403,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc)
 
 
+TEXT_FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+
+def log_formatter(kind: str) -> logging.Formatter:
+    """serve runs for days and its lines are read next to the API server's
+    and Kueue's: each says when, in text as in JSON (the one-shot commands'
+    ``-v`` lines do without)."""
+    if kind == "json":
+        return JsonFormatter()
+    return logging.Formatter(TEXT_FORMAT, TIME_FORMAT)
+
+
 def listen_error(address: tuple[str, int]) -> str | None:
     """Why the extender's address cannot be bound, or None.
 
@@ -431,9 +444,8 @@ def run(args: argparse.Namespace) -> int:
             f"placewise serve: cannot listen on {host}:{port}: {why}", file=sys.stderr
         )
         return 2
-    if args.log_format == "json":
-        for log_handler in logging.getLogger().handlers:
-            log_handler.setFormatter(JsonFormatter())
+    for log_handler in logging.getLogger().handlers:
+        log_handler.setFormatter(log_formatter(args.log_format))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

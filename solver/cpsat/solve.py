@@ -75,7 +75,7 @@ def saturated(snapshot: Snapshot) -> bool:
 
 def _fallback(warm: Plan, start: float, why: str) -> Plan:
     log.warning("cpsat: %s; returning the warm start (%s)", why, warm.solver.name)
-    return fallback(warm, time.perf_counter() - start)
+    return fallback(warm, time.perf_counter() - start, why=why)
 
 
 GREEDY_SECONDS_PER_CELL = 2e-6
