@@ -455,6 +455,7 @@ def run(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     emulator: Any = None
     standin: Any = None
+    kubeconfig_out: Path | None = None
     try:
         cfg = config_from(args, args.listen)  # a bad --kueue-config: exit 2 now
         if args.in_cluster:
@@ -472,20 +473,25 @@ def run(args: argparse.Namespace) -> int:
                 kueue_controllers=KueueControllers() if args.mode == "kueue" else None,
             ).start()
             kube = Kube(emulator.api_client())
-            out = args.kubeconfig_out or str(
-                Path(tempfile.gettempdir()) / "placewise-serve-demo.kubeconfig"
+            kubeconfig_out = Path(
+                args.kubeconfig_out
+                or Path(tempfile.gettempdir()) / "placewise-serve-demo.kubeconfig"
             )
-            emulator.kubeconfig(out)
+            emulator.kubeconfig(kubeconfig_out)
             print(
-                f"embedded API server (demo): {emulator.url}  kubeconfig: {out}",
+                f"embedded API server (demo): {emulator.url}  "
+                f"kubeconfig: {kubeconfig_out} (removed on exit)",
                 file=sys.stderr,
             )
         sidecar = Sidecar(cfg, kube).start()
         print(
-            f"placewise serve ({args.mode}) listening on {sidecar.url}"
-            f"{args.prefix}/{{filter,prioritize,preempt,bind}}; /healthz /readyz"
-            f"{' /debug/plan' if args.enable_debug else ''}; "
-            f"metrics on {sidecar.metrics_url}/metrics",
+            banner(
+                args.mode,
+                sidecar.url,
+                args.prefix,
+                args.enable_debug,
+                sidecar.metrics_url,
+            ),
             file=sys.stderr,
         )
         if emulator is not None and args.mode in ("extender", "binder"):
@@ -499,8 +505,22 @@ def run(args: argparse.Namespace) -> int:
             standin.stop()
         if emulator is not None:
             emulator.stop()
+        if kubeconfig_out is not None:
+            # It names a server that is gone: a later kubectl would only hang.
+            kubeconfig_out.unlink(missing_ok=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def banner(mode: str, url: str, prefix: str, debug: bool, metrics_url: str) -> str:
+    """The start line: the extender's verbs only in extender mode (in the
+    other modes kube-scheduler is not configured to call them)."""
+    paths = "/healthz /readyz" + (" /debug/plan" if debug else "")
+    if mode == "extender":
+        where = f"listening on {url}{prefix}/{{filter,prioritize,preempt,bind}}; "
+    else:
+        where = f"listening on {url}: "
+    return f"placewise serve ({mode}) {where}{paths}; metrics on {metrics_url}/metrics"
 
 
 def _standin(emulator: Any, sidecar: Sidecar, args: argparse.Namespace) -> Any:

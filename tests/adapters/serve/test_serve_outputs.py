@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
-from placewise.adapters.cli.serve import log_formatter
+from placewise.adapters.cli.serve import banner, log_formatter
 from placewise.adapters.serve import solveloop
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.metrics import Metrics
@@ -64,3 +66,45 @@ def test_plain_text_log_lines_carry_a_timestamp():
         line,
     ), line
     assert '"ts": "' in log_formatter("json").format(record)
+
+
+DEMO = Path(__file__).resolve().parents[3] / "adapters" / "data"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "serve.md"
+
+
+def bundled_demo() -> set[str]:
+    """Workloads, pod gangs and lone pods of the bundled demo, as ns/name."""
+    out: set[str] = set()
+    for path in sorted(DEMO.glob("serve-demo-*.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if not obj or obj["kind"] not in ("Workload", "Pod"):
+                continue
+            meta = obj["metadata"]
+            labels = meta.get("labels") or {}
+            if obj["kind"] == "Pod" and obj["spec"].get("nodeName"):
+                continue  # already running, outside any queue
+            group = labels.get("kueue.x-k8s.io/pod-group-name") or labels.get(
+                "scheduling.x-k8s.io/pod-group"
+            )
+            out.add(f"{meta['namespace']}/{group or meta['name']}")
+    return out
+
+
+def test_the_docs_name_the_bundled_demo_objects():
+    text = DOC.read_text()
+    table = text[text.index("| demo object |") : text.index("The pod gangs are")]
+    named = set(re.findall(r"`([a-z0-9-]+/[a-z0-9-]+)`", table))
+    assert named == bundled_demo()
+
+
+def test_only_the_extender_mode_banner_lists_the_extender_verbs():
+    ext = banner("extender", "http://127.0.0.1:1", "/scheduler", True, "http://m")
+    assert "listening on http://127.0.0.1:1/scheduler/{filter,prioritize" in ext
+    assert ext.endswith("/healthz /readyz /debug/plan; metrics on http://m/metrics")
+    for mode in ("kueue", "binder"):
+        line = banner(mode, "http://127.0.0.1:1", "/scheduler", False, "http://m")
+        assert "filter" not in line and "/scheduler" not in line, line
+        assert line == (
+            f"placewise serve ({mode}) listening on http://127.0.0.1:1: "
+            "/healthz /readyz; metrics on http://m/metrics"
+        )
