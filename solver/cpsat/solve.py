@@ -159,6 +159,12 @@ def solve_cpsat(
         model.size,
         time.perf_counter() - start,
     )
+    log.debug(
+        "cpsat: %d constraints, %d stages, %d cells",
+        len(model.model.Proto().constraints),
+        len(model.stages),
+        data.layout.cells,
+    )
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "building the model used the time limit")
     hint = model.hint(warm)
