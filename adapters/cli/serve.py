@@ -435,6 +435,8 @@ def listen_error(address: tuple[str, int]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for log_handler in logging.getLogger().handlers:
+        log_handler.setFormatter(log_formatter(args.log_format))
     if args.mode == "multikueue":
         return multikueue_cli.main(args)
     why = listen_error(args.listen)
@@ -444,8 +446,6 @@ def run(args: argparse.Namespace) -> int:
             f"placewise serve: cannot listen on {host}:{port}: {why}", file=sys.stderr
         )
         return 2
-    for log_handler in logging.getLogger().handlers:
-        log_handler.setFormatter(log_formatter(args.log_format))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -132,12 +132,8 @@ def config_from(args: argparse.Namespace) -> DispatchConfig:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run until SIGINT/SIGTERM; 0 after a clean stop, 2 for bad options."""
-    if args.log_format == "json":
-        from placewise.adapters.cli.serve import JsonFormatter
-
-        for log_handler in logging.getLogger().handlers:
-            log_handler.setFormatter(JsonFormatter())
+    """Run until SIGINT/SIGTERM; 0 after a clean stop, 2 for bad options.
+    (``placewise serve`` set the log format before calling this.)"""
     stop = threading.Event()
     previous = {
         s: signal.signal(s, lambda *_: stop.set())
