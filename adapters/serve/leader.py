@@ -118,6 +118,8 @@ class LeaderElector:
         overdue one (we were paused, or the API was slow) is settled through
         the API with one acquire-or-renew round, so a stale leader never acts
         on what it last believed."""
+        if self._stop.is_set():
+            return False  # stopping: never renew behind stop()'s release
         if self.holds_lease():
             return True
         if not self._leading:
