@@ -50,6 +50,9 @@ class SolverInfo(Frozen):
     objective: float | None = None
     bound: float | None = None
     tiers: tuple[TierResult, ...] = ()
+    fallback: str | None = None
+    """Why the optimizer returned its warm start (status FALLBACK), in words,
+    for logs and metrics in the same process; not written to the plan file."""
 
 
 class PlanAdmission(Frozen):

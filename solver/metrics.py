@@ -17,6 +17,11 @@ Definitions (accelerators are ``nvidia.com/gpu``, ``amd.com/gpu``,
 * **tier demand** — per priority value present in the instance, highest
   first, admitted minus preempted GPUs of that priority; plans are ranked by
   comparing these vectors lexicographically (the optimizer's first goal);
+* **GPUs busy** — GPUs after plus the GPUs of bound pods outside any
+  Workload (plain pods: no plan moves them, but they hold GPUs) and of
+  ``held`` pods, on usable nodes, out of the **GPU capacity** (allocatable
+  GPUs of Ready, schedulable nodes): the one total ``solve``'s table,
+  ``--compare`` and ``bound`` print (:func:`busy_gpus`, :func:`capacity_gpus`);
 * **GPU allocation %** — GPUs in use after the plan (bound non-workload pods,
   running workloads that stay, admissions, and ``held`` pods) over the
   allocatable GPUs of Ready, schedulable nodes;
@@ -91,6 +96,7 @@ class Metrics:
     gpu_capacity: int
     gpu_in_use: int
     stranded_gpus: int
+    gpus_busy: int
     topology_gangs: int
     gangs_in_domain: int
     domains_per_gang: float | None
@@ -109,8 +115,41 @@ class Metrics:
         return 100.0 * self.gpu_in_use / self.gpu_capacity
 
 
-def gpus_of(amounts: Mapping[str, int]) -> int:
-    return sum(v for r, v in amounts.items() if r in ACCELERATORS)
+def gpus_of(
+    amounts: Mapping[str, int], accelerators: Sequence[str] = ACCELERATORS
+) -> int:
+    return sum(v for r, v in amounts.items() if r in accelerators)
+
+
+def capacity_gpus(
+    snapshot: Snapshot, accelerators: Sequence[str] = ACCELERATORS
+) -> int:
+    """Allocatable GPUs of Ready, schedulable nodes."""
+    return sum(
+        gpus_of(n.allocatable, accelerators)
+        for n in snapshot.nodes.values()
+        if usable(n)
+    )
+
+
+def plain_gpus(snapshot: Snapshot, accelerators: Sequence[str] = ACCELERATORS) -> int:
+    """GPUs of bound pods outside any Workload on usable nodes: the same in
+    every plan, so bounds and objectives leave them out, but they are busy."""
+    return sum(
+        gpus_of(snapshot.pod_usage_by_node.get(name, {}), accelerators)
+        for name, n in snapshot.nodes.items()
+        if usable(n)
+    )
+
+
+def busy_gpus(
+    snapshot: Snapshot,
+    workload_gpus: float,
+    accelerators: Sequence[str] = ACCELERATORS,
+) -> int:
+    """GPUs busy when Workloads hold ``workload_gpus`` (a plan's GPUs after,
+    or a bound on them): those plus :func:`plain_gpus`."""
+    return int(workload_gpus) + plain_gpus(snapshot, accelerators)
 
 
 def pod_set_gpus(psa: PodSetAssignment) -> int:
@@ -167,13 +206,13 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
         tiers[running[k].priority] -= workload_gpus(running[k])
 
     used, unplaced = node_usage(snapshot, plan, held)
-    capacity = 0
+    capacity = capacity_gpus(snapshot)
     in_use = unplaced
     for node in snapshot.nodes.values():
         if usable(node):
-            capacity += gpus_of(node.allocatable)
             in_use += gpus_of(used.get(node.name, {}))
     in_use += sum(h.gpus for h in held if not h.nodes)
+    after = before - preempted_gpus + admitted_gpus
 
     gangs, in_domain, spans = topology_quality(snapshot, plan)
     partial = [h for h in held if 0 < h.pods_placed < h.pods_total]
@@ -183,11 +222,12 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
         preemptions=len(evicted),
         preempted_gpus=preempted_gpus,
         gpus_running_before=before,
-        gpus_after=before - preempted_gpus + admitted_gpus,
+        gpus_after=after,
         tier_demand=tuple(sorted(tiers.items(), reverse=True)),
         gpu_capacity=capacity,
         gpu_in_use=min(in_use, capacity) if capacity else in_use,
         stranded_gpus=stranded_gpus(snapshot, used),
+        gpus_busy=busy_gpus(snapshot, after) + sum(h.gpus for h in held),
         topology_gangs=gangs,
         gangs_in_domain=in_domain,
         domains_per_gang=(sum(spans) / len(spans)) if spans else None,

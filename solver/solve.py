@@ -124,4 +124,6 @@ def _greedy_fallback(snapshot: Snapshot, exc: Exception, start: float) -> Plan:
         str(exc)[:200],
     )
     greedy = solve_greedy(snapshot)  # what cpsat warm-starts from
-    return fallback(greedy, time.perf_counter() - start)
+    return fallback(
+        greedy, time.perf_counter() - start, why=f"the optimizer failed: {exc}"
+    )

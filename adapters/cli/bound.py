@@ -15,7 +15,9 @@ from typing import Any
 
 from placewise.adapters.cli.common import Subparsers, load
 from placewise.adapters.cli.status import status
+from placewise.models.snapshot import Snapshot
 from placewise.solver.bound import ACCELERATORS, BoundResult, lp_bound
+from placewise.solver.metrics import busy_gpus, capacity_gpus, plain_gpus
 
 
 def register(subparsers: Subparsers) -> None:
@@ -71,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
     with status("bounding (the LP relaxation)"):
         result = lp_bound(snap, args.lp_solver, accelerators, args.mip_seconds)
     if args.format == "json":
-        print(json.dumps(_report(result, accelerators), indent=2))
+        print(json.dumps(_report(result, accelerators, snap), indent=2))
     else:
-        print(_text(result, accelerators))
+        print(_text(result, accelerators, snap))
     return 0
 
 
@@ -85,8 +87,11 @@ def _number(x: float | None) -> float | int | None:
     return int(x) if float(x).is_integer() else x
 
 
-def _report(result: BoundResult, accelerators: tuple[str, ...]) -> dict[str, Any]:
+def _report(
+    result: BoundResult, accelerators: tuple[str, ...], snap: Snapshot
+) -> dict[str, Any]:
     return {
+        "busy": _busy(result, accelerators, snap),
         "accelerators": list(accelerators),
         "bound": _number(result.value),
         "method": result.method,
@@ -100,18 +105,39 @@ def _report(result: BoundResult, accelerators: tuple[str, ...]) -> dict[str, Any
     }
 
 
-def _text(result: BoundResult, accelerators: tuple[str, ...]) -> str:
+def _busy(
+    result: BoundResult, accelerators: tuple[str, ...], snap: Snapshot
+) -> dict[str, int | None]:
+    """GPUs busy (solver/metrics.py's one total): in Workloads plus in pods
+    outside any Workload, now and at most after any plan, of the capacity."""
+    bound = _number(result.value)
+    return {
+        "capacity": capacity_gpus(snap, accelerators),
+        "outsideWorkloads": plain_gpus(snap, accelerators),
+        "now": busy_gpus(snap, result.running, accelerators),
+        "bound": None if bound is None else busy_gpus(snap, bound, accelerators),
+    }
+
+
+def _text(result: BoundResult, accelerators: tuple[str, ...], snap: Snapshot) -> str:
     def show(x: float | None) -> str:
         n = _number(x)
         return "unbounded" if n is None else str(n)
 
+    busy = _busy(result, accelerators, snap)
+    cap = busy["capacity"]
+    most = "unbounded" if busy["bound"] is None else f"{busy['bound']}/{cap}"
     lp = show(result.lp) if result.lp is not None else f"none ({result.status})"
     return "\n".join(
         [
-            f"upper bound on {', '.join(accelerators)} running after any plan: "
-            f"{show(result.value)} ({result.method}, {result.seconds:.2f}s)",
-            f"  LP relaxation:           {lp}",
-            f"  capacity/quota ceiling:  {show(result.aggregate)}",
-            f"  running now:             {show(result.running)}",
+            f"GPUs busy after any plan ({', '.join(accelerators)}): at most "
+            f"{most} ({result.method}, {result.seconds:.2f}s)",
+            f"  busy now:                   {busy['now']}/{cap}",
+            f"  in pods outside Workloads:  {busy['outsideWorkloads']} "
+            "(the same in every plan; left out below)",
+            f"  in Workloads, at most:      {show(result.value)}",
+            f"  LP relaxation:              {lp}",
+            f"  capacity/quota ceiling:     {show(result.aggregate)}",
+            f"  in Workloads now:           {show(result.running)}",
         ]
     )

@@ -229,6 +229,18 @@ def register(subparsers: Subparsers) -> None:
         "kube-scheduler's Lease to follow (default: %(default)s)",
     )
     p.add_argument("--identity", help="leader-election identity (default: host-pid)")
+    for flag, default, why in (
+        ("lease-duration", 15.0, "a follower waits on an unrenewed Lease"),
+        ("renew-deadline", 10.0, "the leader keeps acting without a renewal"),
+        ("retry-period", 2.0, "between acquire-or-renew rounds"),
+    ):
+        p.add_argument(
+            f"--leader-elect-{flag}",
+            type=float,
+            default=default,
+            metavar="SECONDS",
+            help=f"seconds {why}, as kube-scheduler's flag (default: %(default)s)",
+        )
     p.add_argument(
         "--log-format",
         choices=("text", "json"),
@@ -285,6 +297,21 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
             raise InstanceError(
                 [Problem(Location(field="--" + flag.replace("_", "-")), "must be >= 1")]
             )
+    lease = (
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+    )
+    if not 0 < lease[2] < lease[1] < lease[0]:
+        # The deadline must end before anyone may take over, or two act at once.
+        raise InstanceError(
+            [
+                Problem(
+                    Location(field="--leader-elect-renew-deadline"),
+                    "need 0 < retry period < renew deadline < lease duration",
+                )
+            ]
+        )
     if getattr(args, "kueue_config", None):
         extra["kueue_config"] = read_kueue_config(args.kueue_config)
     return ServeConfig(
@@ -313,6 +340,9 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         lease_follow=args.lease_follow,
         lease_namespace=args.lease_namespace,
         lease_name=args.lease_name,
+        lease_duration=lease[0],
+        renew_deadline=lease[1],
+        retry_period=lease[2],
         **extra,
     )
 
@@ -373,6 +403,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc)
 
 
+TEXT_FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+
+
+def log_formatter(kind: str) -> logging.Formatter:
+    """serve runs for days and its lines are read next to the API server's
+    and Kueue's: each says when, in text as in JSON (the one-shot commands'
+    ``-v`` lines do without)."""
+    if kind == "json":
+        return JsonFormatter()
+    return logging.Formatter(TEXT_FORMAT, TIME_FORMAT)
+
+
 def listen_error(address: tuple[str, int]) -> str | None:
     """Why the extender's address cannot be bound, or None.
 
@@ -392,6 +435,8 @@ def listen_error(address: tuple[str, int]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for log_handler in logging.getLogger().handlers:
+        log_handler.setFormatter(log_formatter(args.log_format))
     if args.mode == "multikueue":
         return multikueue_cli.main(args)
     why = listen_error(args.listen)
@@ -401,9 +446,6 @@ def run(args: argparse.Namespace) -> int:
             f"placewise serve: cannot listen on {host}:{port}: {why}", file=sys.stderr
         )
         return 2
-    if args.log_format == "json":
-        for log_handler in logging.getLogger().handlers:
-            log_handler.setFormatter(JsonFormatter())
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -413,6 +455,7 @@ def run(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     emulator: Any = None
     standin: Any = None
+    kubeconfig_out: Path | None = None
     try:
         cfg = config_from(args, args.listen)  # a bad --kueue-config: exit 2 now
         if args.in_cluster:
@@ -430,20 +473,25 @@ def run(args: argparse.Namespace) -> int:
                 kueue_controllers=KueueControllers() if args.mode == "kueue" else None,
             ).start()
             kube = Kube(emulator.api_client())
-            out = args.kubeconfig_out or str(
-                Path(tempfile.gettempdir()) / "placewise-serve-demo.kubeconfig"
+            kubeconfig_out = Path(
+                args.kubeconfig_out
+                or Path(tempfile.gettempdir()) / "placewise-serve-demo.kubeconfig"
             )
-            emulator.kubeconfig(out)
+            emulator.kubeconfig(kubeconfig_out)
             print(
-                f"embedded API server (demo): {emulator.url}  kubeconfig: {out}",
+                f"embedded API server (demo): {emulator.url}  "
+                f"kubeconfig: {kubeconfig_out} (removed on exit)",
                 file=sys.stderr,
             )
         sidecar = Sidecar(cfg, kube).start()
         print(
-            f"placewise serve ({args.mode}) listening on {sidecar.url}"
-            f"{args.prefix}/{{filter,prioritize,preempt,bind}}; /healthz /readyz"
-            f"{' /debug/plan' if args.enable_debug else ''}; "
-            f"metrics on {sidecar.metrics_url}/metrics",
+            banner(
+                args.mode,
+                sidecar.url,
+                args.prefix,
+                args.enable_debug,
+                sidecar.metrics_url,
+            ),
             file=sys.stderr,
         )
         if emulator is not None and args.mode in ("extender", "binder"):
@@ -457,8 +505,22 @@ def run(args: argparse.Namespace) -> int:
             standin.stop()
         if emulator is not None:
             emulator.stop()
+        if kubeconfig_out is not None:
+            # It names a server that is gone: a later kubectl would only hang.
+            kubeconfig_out.unlink(missing_ok=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def banner(mode: str, url: str, prefix: str, debug: bool, metrics_url: str) -> str:
+    """The start line: the extender's verbs only in extender mode (in the
+    other modes kube-scheduler is not configured to call them)."""
+    paths = "/healthz /readyz" + (" /debug/plan" if debug else "")
+    if mode == "extender":
+        where = f"listening on {url}{prefix}/{{filter,prioritize,preempt,bind}}; "
+    else:
+        where = f"listening on {url}: "
+    return f"placewise serve ({mode}) {where}{paths}; metrics on {metrics_url}/metrics"
 
 
 def _standin(emulator: Any, sidecar: Sidecar, args: argparse.Namespace) -> Any:

@@ -59,6 +59,8 @@ class Faults:
         self._rules: list[_Rule] = []
         self._drop_generation: dict[str | None, int] = {}
         self.requests: deque[tuple[str, str]] = deque(maxlen=10000)
+        self.agents: deque[tuple[str, str, str]] = deque(maxlen=10000)
+        """(User-Agent, method, path) of every request: who sent what."""
         self.wake: Callable[[], None] = lambda: None
 
     def _add(self, rule: _Rule) -> None:
@@ -113,6 +115,33 @@ class Faults:
             )
         )
 
+    def hold_reply(
+        self,
+        seconds: float,
+        count: int | None = 1,
+        method: str | None = None,
+        path: str | None = None,
+        resource: str | None = None,
+    ) -> None:
+        """Serve matching requests at once but hold the reply ``seconds``: the
+        write is applied while its client has not heard so (a client paused
+        or a slow network between them)."""
+        self._add(
+            _Rule(
+                "hold",
+                method,
+                re.compile(path) if path else None,
+                resource,
+                count,
+                seconds=seconds,
+            )
+        )
+
+    def pending(self, kind: str) -> int:
+        """How many rules of ``kind`` ("fail", "delay", "hold", ...) are armed."""
+        with self._lock:
+            return sum(1 for r in self._rules if r.kind == kind)
+
     def conflict_on_write(
         self, nth: int = 1, count: int = 1, resource: str | None = None
     ) -> None:
@@ -159,16 +188,23 @@ class Faults:
         return None
 
     def before_request(
-        self, method: str, path: str, resource: str | None
-    ) -> tuple[float, errors.ApiError | None]:
-        """Delay to apply and error to answer with, for any request."""
+        self, method: str, path: str, resource: str | None, agent: str = ""
+    ) -> tuple[float, float, errors.ApiError | None]:
+        """Delay before serving, hold before replying and error to answer
+        with, for any request."""
         self.requests.append((method, path))
+        self.agents.append((agent, method, path))
         delay = self._take("delay", method, path, resource)
+        hold = self._take("hold", method, path, resource)
         fail = self._take("fail", method, path, resource)
         error = None
         if fail is not None:
             error = _failure(fail.status, fail.message)
-        return (delay.seconds if delay else 0.0), error
+        return (
+            (delay.seconds if delay else 0.0),
+            (hold.seconds if hold else 0.0),
+            error,
+        )
 
     def on_write(self, resource: str, group: str, name: str) -> errors.ApiError | None:
         rule = self._take("conflict", None, None, resource)

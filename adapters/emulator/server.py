@@ -233,8 +233,11 @@ class ApiServer:
             doc = self._discovery(parts) if method == "GET" else None
             if doc is None:
                 route = self.route(parts)
-            delay, failure = self.faults.before_request(
-                method, h.path, route.rt.plural if route else None
+            delay, hold, failure = self.faults.before_request(
+                method,
+                h.path,
+                route.rt.plural if route else None,
+                h.headers.get("User-Agent") or "",
             )
             if delay:
                 time.sleep(delay)
@@ -259,7 +262,10 @@ class ApiServer:
             if target is not None:
                 self._write(h, Response(200, self._convert(route, query, target)))
                 return
-            self._write(h, self.dispatch(method, route, query, body, content_type))
+            resp = self.dispatch(method, route, query, body, content_type)
+            if hold:
+                time.sleep(hold)  # applied; the client has not heard so yet
+            self._write(h, resp)
         except errors.ApiError as exc:
             self._write(h, Response(exc.code, exc.status(), exc.headers))
         except (OSError, WatchDropped):

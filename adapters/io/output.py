@@ -20,6 +20,7 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.models.workload import PodSetAssignment, Workload
 from placewise.solver.metrics import (
+    busy_gpus,
     compute,
     gpus_of,
     pod_set_span,
@@ -67,12 +68,10 @@ def render_table(
     buf = StringIO()
     console = _console(buf, width)
     s = plan.solver
-    extra = ""
-    if s.objective is not None:
-        extra += f"  GPUs after {s.objective:g}"
-    if s.bound is not None:
-        extra += f"  bound {s.bound:g}"
-    console.print(f"solver {s.name}  status {s.status}  {s.wall_seconds:.3f}s{extra}")
+    console.print(
+        f"solver {s.name}  status {s.status}  {s.wall_seconds:.3f}s"
+        + (_busy(plan, snapshot) if snapshot is not None else "")
+    )
     if s.tiers:
         console.print("  ".join(_tier_cell(t) for t in s.tiers))
     adm = Table(title=f"Admitted ({len(plan.admissions)})", title_justify="left")
@@ -124,6 +123,14 @@ def render_table(
         pen.add_row(waiting.workload, waiting.reason)
     console.print(pen)
     return buf.getvalue()
+
+
+def _busy(plan: Plan, snapshot: Snapshot) -> str:
+    """The plan's GPU total, as ``--compare`` and ``bound`` name it."""
+    m = compute(snapshot, plan)
+    bound = plan.solver.bound
+    tail = "" if bound is None else f" (bound {busy_gpus(snapshot, bound)})"
+    return f"  GPUs busy after the plan {m.gpus_busy}/{m.gpu_capacity}{tail}"
 
 
 def _tier_cell(t: TierResult) -> str:
@@ -222,9 +229,7 @@ def render_comparison(
         "preempted workloads (GPUs)",
         (f"{m.preemptions} ({m.preempted_gpus})" for m in scores),
     )
-    row(
-        "GPUs busy after the plan", (f"{m.gpu_in_use}/{m.gpu_capacity}" for m in scores)
-    )
+    row("GPUs busy after the plan", (f"{m.gpus_busy}/{m.gpu_capacity}" for m in scores))
     row(
         "gangs split across domains",
         (

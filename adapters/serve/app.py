@@ -131,6 +131,7 @@ def discover(kube: Kube) -> dict[str, Resource]:
 class Sidecar:
     def __init__(self, cfg: ServeConfig, kube: Kube) -> None:
         self.cfg, self.kube = cfg, kube
+        kube.identify(f"placewise-serve/{cfg.identity}")
         self.metrics = Metrics()
         self.cache = Cache()
         self.resources: dict[str, Resource] = {}
@@ -141,7 +142,7 @@ class Sidecar:
             on_change=lambda on: self._on_leader(on),
             follow=cfg.lease_follow,
         )
-        self.events = Recorder(kube, cfg.event_component, cfg.identity, self.leading)
+        self.events = Recorder(kube, cfg.event_component, cfg.identity, self.may_write)
         self.builder = SnapshotBuilder(self.cache, cfg, self.managed, self._sources)
         self.loop = SolveLoop(
             self.cache, self.builder, cfg, self.metrics, [], on_plan=self._on_plan
@@ -153,7 +154,7 @@ class Sidecar:
             self.metrics,
             self.events,
             self.builder.decoder,
-            self.leading,
+            self.may_write,
         )
         self.preemptor: Preemptor | None = None
         self.actuator: Actuator | None = None
@@ -166,7 +167,14 @@ class Sidecar:
     # -- who we are -----------------------------------------------------------------
 
     def leading(self) -> bool:
-        return self.leader.is_leader() if self.leader is not None else True
+        """Whether we lead, as last renewed (no API call): health, the
+        extender's refusals, /debug/plan."""
+        return self.leader.holds_lease() if self.leader is not None else True
+
+    def may_write(self) -> bool:
+        """Asked right before each write (admission, eviction, binding,
+        Event): an overdue renewal is re-checked through the API first."""
+        return self.leader.confirm() if self.leader is not None else True
 
     def _on_leader(self, on: bool) -> None:
         self.metrics.is_leader.set(1 if on else 0)
@@ -246,7 +254,7 @@ class Sidecar:
             self.events,
             self.builder,
             workloads,
-            self.leading,
+            self.may_write,
         )
         admitter = None
         if cfg.mode == "kueue" and workloads is not None:
@@ -257,7 +265,7 @@ class Sidecar:
                 self.events,
                 workloads,
                 self.binder.victims_left,
-                self.leading,
+                self.may_write,
             )
         self.actuator = Actuator(
             cfg,
@@ -267,7 +275,7 @@ class Sidecar:
             self.preemptor,
             admitter,
             self.events,
-            self.leading,
+            self.may_write,
         )
         self.extender = Extender(
             self.cache,

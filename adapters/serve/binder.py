@@ -455,6 +455,8 @@ class Binder:
             current = self.cache.get("Pod", key) or pod
             if node_of(self.cache, current) is None:
                 continue
+            if not self.leading():  # the next leader finishes the rollback
+                break
             ns, name = str(meta.get("namespace")), str(meta.get("name"))
             uid = str(meta.get("uid"))
             try:

@@ -135,6 +135,8 @@ class Recorder:
             if body is None:
                 return
             ns = str(body["metadata"]["namespace"])
+            if not self.active():
+                continue  # queued while leading, written only while still leading
             try:
                 self.kube.create(EVENTS, ns, body)
                 self.written += 1

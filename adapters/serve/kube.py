@@ -116,6 +116,12 @@ class Kube:
     def close(self) -> None:
         self.api.close()  # type: ignore[no-untyped-call]
 
+    def identify(self, agent: str) -> None:
+        """Send ``agent`` as the User-Agent: the API server's audit log (and
+        the emulator's request log) then says which replica wrote what."""
+        for api in (self.api, self.core.api_client, self.custom.api_client):
+            api.user_agent = agent
+
     # -- discovery ----------------------------------------------------------
 
     def served_versions(self) -> dict[str, list[str]]:

@@ -247,7 +247,7 @@ class KueueAdmitter:
         ns, name = key.split("/", 1)
         for _ in range(3):
             wl = self.cache.get("Workload", key)
-            if wl is None:
+            if wl is None or not self.leading():  # re-checked at each write
                 return None
             status = build(wl)
             if status is None:

@@ -6,6 +6,14 @@ replicas).  A leader that could not renew within ``renew_deadline`` stops
 acting before anyone else may take over at ``lease_duration``
 (renew_deadline < lease_duration), so two replicas never act at once.  Every
 write is a PUT conditioned on the resourceVersion read: a lost race is a 409.
+
+A renewal counts from when its round *started*, not from when its reply was
+read: a process paused (SIGSTOP, a long GC, a frozen VM) after its PUT was
+applied but before it read the reply would otherwise wake up believing it
+had just renewed, while another replica took the Lease over meanwhile.
+Writers ask :meth:`LeaderElector.confirm` right before each write; when the
+last renewal is too old it re-checks through the API (a conditional renew)
+rather than trusting what it last believed.
 """
 
 from __future__ import annotations
@@ -86,7 +94,9 @@ class LeaderElector:
         self.follow = follow
         """Read-only: lead exactly when kube-scheduler (same pod) holds its own
         Lease, whose holderIdentity is ``<hostname>_<uuid>``; never write it."""
-        self._renewed_at = -1e9  # monotonic time of our last successful write
+        self._renewed_at = -1e9
+        """Monotonic time our last successful round started (its GET was sent)."""
+        self._round = threading.Lock()  # one acquire-or-renew round at a time
         self._observed: tuple[str, str] | None = None  # (holder, renewTime)
         self._observed_at = 0.0
         self._leading = False
@@ -94,11 +104,28 @@ class LeaderElector:
         self._thread = threading.Thread(target=self._run, name="leader", daemon=True)
         self.holder = ""
 
-    def is_leader(self) -> bool:
-        """True only while our last renewal is younger than the renew deadline."""
-        return (
-            self._leading and time.monotonic() - self._renewed_at < self.renew_deadline
-        )
+    def holds_lease(self) -> bool:
+        """True only while our last renewal is younger than the renew deadline:
+        cheap, no API call (health, metrics, the extender's refusals)."""
+        return self._leading and self._fresh()
+
+    def _fresh(self) -> bool:
+        return time.monotonic() - self._renewed_at < self.renew_deadline
+
+    def confirm(self) -> bool:
+        """May this replica write now?  Asked right before each admission,
+        eviction, binding or nomination.  A fresh renewal answers at once; an
+        overdue one (we were paused, or the API was slow) is settled through
+        the API with one acquire-or-renew round, so a stale leader never acts
+        on what it last believed."""
+        if self._stop.is_set():
+            return False  # stopping: never renew behind stop()'s release
+        if self.holds_lease():
+            return True
+        if not self._leading:
+            return False  # a follower: the elector's loop acquires, not writers
+        self._round_once(wait=self.retry_period)
+        return self.holds_lease()
 
     def start(self) -> LeaderElector:
         self._thread.start()
@@ -138,18 +165,32 @@ class LeaderElector:
             if self.on_change is not None:
                 self.on_change(leading)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def _round_once(self, wait: float | None = None) -> None:
+        """One acquire-or-renew round, dated from before its first request.
+
+        ``wait``: give up after this long if another round is in flight (a
+        writer must not hang on a renewal whose reply is slow; it skips)."""
+        if not self._round.acquire(timeout=-1 if wait is None else wait):
+            return
+        try:
+            started = time.monotonic()
             try:
                 ok = self._try()
             except ApiError as exc:
                 log.info("lease %s/%s: %s", self.namespace, self.name, exc)
                 ok = False
             if ok:
-                self._renewed_at = time.monotonic()
-                self._set(True)
-            elif not self.is_leader():
+                self._renewed_at = started
+                # A round slower than the deadline renewed nothing usable.
+                self._set(self._fresh())
+            elif not self.holds_lease():
                 self._set(False)
+        finally:
+            self._round.release()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._round_once()
             self._stop.wait(self.retry_period)
 
     def _spec(self, old: JSON | None) -> JSON:

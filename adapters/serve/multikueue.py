@@ -157,7 +157,9 @@ class Dispatcher:
         )
 
     def leading(self) -> bool:
-        return self.leader.is_leader() if self.leader is not None else True
+        """Asked before each round and each nomination: an overdue renewal is
+        re-checked through the API (a paused replica must not nominate)."""
+        return self.leader.confirm() if self.leader is not None else True
 
     # -- lifecycle ------------------------------------------------------------------
 

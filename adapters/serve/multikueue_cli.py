@@ -124,17 +124,16 @@ def config_from(args: argparse.Namespace) -> DispatchConfig:
         lease_name=args.lease_name
         if args.lease_name != "placewise-serve"
         else "placewise-dispatcher",
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
         **extra,
     )
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run until SIGINT/SIGTERM; 0 after a clean stop, 2 for bad options."""
-    if args.log_format == "json":
-        from placewise.adapters.cli.serve import JsonFormatter
-
-        for log_handler in logging.getLogger().handlers:
-            log_handler.setFormatter(JsonFormatter())
+    """Run until SIGINT/SIGTERM; 0 after a clean stop, 2 for bad options.
+    (``placewise serve`` set the log format before calling this.)"""
     stop = threading.Event()
     previous = {
         s: signal.signal(s, lambda *_: stop.set())

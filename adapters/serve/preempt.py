@@ -206,6 +206,8 @@ class Preemptor:
         preemptor = state.built.gangs.get(p.preemptor)
         related = preemptor.gang.pods[0] if preemptor and preemptor.gang.pods else None
         for pod in fresh:
+            if not self.leading():  # re-checked at each eviction
+                return
             meta = gangmod.meta(pod)
             ns, name, uid = (
                 str(meta.get("namespace")),
@@ -259,7 +261,7 @@ class Preemptor:
             return
         for _ in range(3):
             wl = self.cache.get("Workload", p.workload)
-            if wl is None:
+            if wl is None or not self.leading():  # re-checked at each write
                 return
             status = wl.get("status") or {}
             conds = list(status.get("conditions") or [])

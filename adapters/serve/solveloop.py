@@ -219,9 +219,15 @@ class SolveLoop:
             return self._greedy(snap, "timeout"), "timeout"
         plan = box.get("plan")
         if isinstance(plan, Plan) and plan.solver.status == "FALLBACK":
-            # The optimizer ran out of time and itself returned the greedy plan.
-            self.metrics.fallbacks.labels("time-limit").inc()
-            return plan, "time-limit"
+            # The optimizer itself returned its warm start (the greedy plan).
+            label = fallback_label(plan.solver.fallback)
+            log.info(
+                "%s returned the greedy plan (%s)",
+                solver,
+                plan.solver.fallback or label,
+            )
+            self.metrics.fallbacks.labels(label).inc()
+            return plan, label
         if isinstance(plan, Plan) and plan.solver.status != "NO_SOLUTION":
             return plan, None
         reason = "error" if "error" in box else "no-solution"
@@ -253,3 +259,20 @@ class SolveLoop:
             self.metrics.solve_duration.labels(solver, result).observe(
                 time.monotonic() - started
             )
+
+
+def fallback_label(why: str | None) -> str:
+    """The metric label for why the optimizer returned its warm start: a
+    search that ended below the warm start after 0.4 s is not a time limit."""
+    text = why or ""
+    if "below the warm start" in text:
+        return "below-warm-start"
+    if "fair" in text:
+        return "fair-sharing"
+    if "time limit" in text:
+        return "time-limit"
+    if "outside the model" in text:
+        return "outside-model"
+    if "failed" in text:
+        return "error"
+    return "other"

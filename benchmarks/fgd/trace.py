@@ -64,6 +64,13 @@ def data_dir(shared: Path | None = None) -> Path:
     return root / "data" / "alibaba-gpu-v2023"
 
 
+def trace_files(name: str = "default", shared: Path | None = None) -> list[Path]:
+    """The files :func:`load_trace` reads: whoever runs a replay checks these
+    first, so a missing folder is reported as such, not as a replay failure."""
+    base = data_dir(shared)
+    return [base / _NODE_FILE, base / f"openb_pod_list_{name}.csv"]
+
+
 @dataclass(frozen=True)
 class Trace:
     """Nodes and the original pod list of one openb workload file.

@@ -170,16 +170,20 @@ class TraceJob:
     quick: bool
     jobs: int = 1
     trace: str = "default"
+    shared: str | None = None
+    """The folder holding ``data/alibaba-gpu-v2023`` (None: ../shared)."""
 
     @property
     def label(self) -> str:
         return f"trace {self.trace}"
 
     def argv(self) -> list[str]:
+        data = [] if self.shared is None else ["--shared", self.shared]
         if self.quick:
             # seed 42, default trace, bestfit + fgd + window, with the LP bound
-            return ["--quick", "--jobs", str(self.jobs), "--out", self.out_dir]
+            return ["--quick", "--jobs", str(self.jobs), "--out", self.out_dir, *data]
         return [
+            *data,
             "--trace",
             self.trace,
             "--seeds",
@@ -190,6 +194,26 @@ class TraceJob:
             "--out",
             self.out_dir,
         ]
+
+    def missing_data(self) -> str | None:
+        """Why the replay cannot run here (its data is not there), or None.
+
+        Decided before the replay starts: a replay that fails on a missing
+        file would be reported as a failed replay with the wrong reason."""
+        from placewise.benchmarks.fgd.trace import trace_files
+
+        shared = None if self.shared is None else Path(self.shared)
+        missing = [p for p in trace_files(self.trace, shared) if not p.is_file()]
+        if not missing:
+            return None
+        return (
+            f"the trace data is not in {missing[0].parent} "
+            f"({', '.join(p.name for p in missing)} missing)"
+        )
+
+    def skipped(self, why: str) -> TraceResult:
+        """The report's entry for a replay that was not run (not a failure)."""
+        return TraceResult(self.trace, available=False, error=why, argv=self.argv())
 
     def failed(self, why: str) -> TraceResult:
         return TraceResult(

@@ -27,6 +27,7 @@ def fallback(
     wall: float,
     objective: float | None = None,
     bound: float | None = None,
+    why: str | None = None,
 ) -> Plan:
     """The greedy plan, returned by cpsat because it found nothing better."""
     return greedy.model_copy(
@@ -38,6 +39,7 @@ def fallback(
                     "wall_seconds": wall,
                     "objective": objective,
                     "bound": bound,
+                    "fallback": why,
                 }
             )
         }

@@ -76,7 +76,7 @@ def saturated(snapshot: Snapshot) -> bool:
 
 def _fallback(warm: Plan, start: float, why: str) -> Plan:
     log.warning("cpsat: %s; returning the warm start (%s)", why, warm.solver.name)
-    return fallback(warm, time.perf_counter() - start)
+    return fallback(warm, time.perf_counter() - start, why=why)
 
 
 GREEDY_SECONDS_PER_CELL = 2e-6
@@ -170,6 +170,12 @@ def _solve_cpsat(
         "cpsat: model of %d variables built at %.1fs",
         model.size,
         time.perf_counter() - start,
+    )
+    log.debug(
+        "cpsat: %d constraints, %d stages, %d cells",
+        len(model.model.Proto().constraints),
+        len(model.stages),
+        data.layout.cells,
     )
     if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
         return _fallback(warm, start, "building the model used the time limit")

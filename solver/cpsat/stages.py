@@ -286,6 +286,9 @@ def run_stages(
             model.model.add(expr >= current)
             if dual_expr is not None:
                 relaxed.model.add(dual_expr >= current)  # type: ignore[union-attr]
+            if progress is not None:
+                progress(stage_line(results[-1], values))
+            log.debug("%s", raw_line(results[-1]))
             continue
         share = (deadline - began) * weights[k] / sum(weights[k:])
         det = det_total * weights[k] / sum(weights) if det_total else None
@@ -342,11 +345,8 @@ def run_stages(
         if dual_expr is not None:
             relaxed.model.add(dual_expr >= best)  # type: ignore[union-attr]
         if progress is not None:
-            r = results[-1]
-            progress(
-                f"{stage.name}: {r.status} {r.value} (bound {r.bound}, relaxed "
-                f"{r.relaxed_bound}), {r.seconds:.1f}s"
-            )
+            progress(stage_line(results[-1], values))
+        log.debug("%s", raw_line(results[-1]))
     for prover in proofs.running:
         proved_later(results, prover)
     return values, results
@@ -361,4 +361,45 @@ def proved_later(results: list[StageResult], prover: Prover) -> None:
             r.bound = max(r.bound, r.value)
             if r.bound <= r.value:
                 r.status = "OPTIMAL"
-            log.info("%s: bound %d after the tie-breaks", r.stage.name, r.bound)
+            if r.stage.gpus:
+                log.info(
+                    "%s: bound %s GPUs after the tie-breaks",
+                    r.stage.name,
+                    f"{r.stage.gpu_bound(r.bound):,}",
+                )
+            log.debug("%s: bound %d after the tie-breaks", r.stage.name, r.bound)
+
+
+_WORDS = {
+    "OPTIMAL": "optimal",
+    "FEASIBLE": "best found, not proven optimal",
+    "SKIPPED": "already at its ceiling",
+    "NO_SOLUTION": "no solution",
+}
+
+
+def stage_line(r: StageResult, values: dict[int, int] | None) -> str:
+    """``-v``'s line for one stage, in the unit a reader plans in: a tier in
+    GPUs (admitted minus preempted, as the stage counts them) with its proven
+    bound and the gap; a tie-break in words (its objective is an internal
+    weighted sum, meaningless outside the model; ``-vv`` has it)."""
+    stage, took = r.stage, f"{r.seconds:.1f}s"
+    if not stage.gpus or values is None or r.value is None:
+        return f"{stage.name}: {_WORDS.get(r.status, r.status.lower())}, {took}"
+    gpus = sum(c * values[x.index] for c, x in stage.gpus)
+    head = f"{stage.name}: {gpus:+,} GPUs admitted net of preemptions"
+    if r.status != "FEASIBLE":
+        return f"{head} ({_WORDS.get(r.status, r.status.lower())}), {took}"
+    if r.bound is None:
+        return f"{head} (no bound proven), {took}"
+    bound = max(stage.gpu_bound(r.bound), gpus)
+    gap = 100.0 * (bound - gpus) / max(abs(bound), 1)
+    return f"{head} (bound {bound:+,}, gap {gap:.1f} %), {took}"
+
+
+def raw_line(r: StageResult) -> str:
+    """``-vv``'s line: the stage's own objective values, as the model has them."""
+    return (
+        f"{r.stage.name}: {r.status} objective {r.value} (bound {r.bound}, relaxed "
+        f"{r.relaxed_bound}), {len(r.stage.terms)} terms, {r.seconds:.1f}s"
+    )

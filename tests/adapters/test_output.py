@@ -81,6 +81,30 @@ def test_the_demo_shows_what_the_optimizer_wins() -> None:
     assert (kueue.gpu_in_use, ours.gpu_in_use, ours.gpu_capacity) == (54, 62, 64)
 
 
+def test_one_gpu_total_named_the_same_in_the_table_compare_and_bound() -> None:
+    """The demo printed three totals for one plan (``GPUs after 56``,
+    ``62/64 busy``, ``bound 56 ... running now: 8``): the plain pods were left
+    out of two.  Now each prints GPUs busy: Workloads plus plain pods."""
+    from placewise.adapters.cli.bound import _text
+    from placewise.adapters.io.output import render_comparison
+    from placewise.solver.bound import lp_bound
+
+    snap = load_snapshot(DEMO)
+    greedy = solve_greedy(snap)
+    cpsat = solve_cpsat(snap, CpSatParams(time_limit=5, workers=1, seed=0))
+    ours = metrics.compute(snap, cpsat)
+    assert metrics.plain_gpus(snap) == 6  # the serving namespace's pods
+    assert ours.gpus_busy == ours.gpus_after + 6 == 62
+    assert metrics.busy_gpus(snap, ours.gpus_after) == ours.gpus_busy
+    assert "GPUs busy after the plan 62/64" in render_table(cpsat, snap, width=200)
+    compare = render_comparison(snap, [greedy, cpsat], width=200)
+    row = next(line for line in compare.splitlines() if "GPUs busy after" in line)
+    assert [c.strip() for c in row.split("│")[2:4]] == ["54/64", "62/64"]
+    bound = _text(lp_bound(snap, "cbc"), metrics.ACCELERATORS, snap)
+    assert "at most 62/64" in bound and "busy now:                   14/64" in bound
+    assert "GPUs after" not in bound + compare
+
+
 # -- the plan table ------------------------------------------------------------------
 
 

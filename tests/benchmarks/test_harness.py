@@ -397,3 +397,31 @@ def test_a_dead_worker_is_reported_and_the_other_runs_finish():
         ("ok", 0),
         ("ok", 2),
     ]
+
+
+def test_trace_without_its_data_is_skipped_with_the_reason(tmp_path):
+    """No ../shared (here: an empty --trace-data folder): the replay is not
+    started, the report says why it did not run, and the closing count says
+    "trace skipped" instead of folding it into "0 failed"."""
+    from placewise.benchmarks.cli import outcome
+
+    job = TraceJob(str(tmp_path / "trace"), quick=True, shared=str(tmp_path))
+    why = job.missing_data()
+    assert why is not None
+    assert str(tmp_path / "data" / "alibaba-gpu-v2023") in why
+    assert "openb_node_list_gpu_node.csv" in why
+    assert job.argv()[-2:] == ["--shared", str(tmp_path)]
+    res = job.skipped(why)
+    assert "Not run: the trace data is not in" in "\n".join(res.markdown())
+    assert outcome([], res) == "0 runs, 0 failed; trace skipped"
+    failed = job.failed("exit code 1")
+    assert outcome([], failed) == "0 runs, 0 failed; the trace replay FAILED"
+
+
+def test_trace_with_its_data_is_not_skipped(tmp_path):
+    from placewise.benchmarks.fgd.trace import trace_files
+
+    for path in trace_files("default", tmp_path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("sn\n")
+    assert TraceJob("out", quick=True, shared=str(tmp_path)).missing_data() is None

@@ -399,8 +399,11 @@ def test_cli_prints_bound_and_exits_0(capsys: pytest.CaptureFixture[str]) -> Non
     """Text output names the bound, the LP and the capacity ceiling."""
     assert main(["bound", *DEMO, "--lp-solver", "cbc"]) == 0
     out = capsys.readouterr().out
-    assert "running after any plan: 56 (lp-cbc" in out
-    assert "capacity/quota ceiling:  56" in out
+    assert "GPUs busy after any plan (" in out
+    assert "at most 62/64 (lp-cbc" in out  # 56 in Workloads + 6 in plain pods
+    assert "in Workloads, at most:      56" in out
+    assert "capacity/quota ceiling:     56" in out
+    assert "busy now:                   14/64" in out
 
 
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -408,6 +411,12 @@ def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bound", *DEMO, "--format", "json", "--lp-solver", "cbc"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["bound"] == 56 and report["lp"] == 56 and report["capacity"] == 56
+    assert report["busy"] == {
+        "capacity": 64,
+        "outsideWorkloads": 6,
+        "now": 14,
+        "bound": 62,
+    }
     assert report["running"] == 8 and report["method"] == "lp-cbc"
     assert report["lpStatus"] == "Optimal"
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_serve_without_kubeconfig_places_the_demo_gangs_and_exits_cleanly(tmp_path):
     """The bundled demo's pod gangs are bound whole within seconds through the
     real extender HTTP path; health, readiness and metrics answer; SIGTERM
-    releases the Lease and exits 0."""
+    releases the Lease, removes the demo kubeconfig and exits 0."""
     kubeconfig = tmp_path / "demo.kubeconfig"
     proc = subprocess.Popen(
         [
@@ -92,3 +92,4 @@ def test_serve_without_kubeconfig_places_the_demo_gangs_and_exits_cleanly(tmp_pa
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=20)
     assert code == 0, "".join(lines[-20:])
+    assert not kubeconfig.exists()  # it named a server that is gone
