@@ -9,7 +9,9 @@ its own arithmetic like the rest of the validator:
 ``preemption.unneeded``
     Put the victim back (everything else as the plan has it): its credited
     preemptor, where the plan admits it, must then lack room on a leaf it
-    shares with the victim or quota on its own cohort path.  Otherwise the
+    shares with the victim or quota on its own cohort path, or have to
+    borrow where it did not (Kueue evicts in the queue to avoid borrowing,
+    which narrows whom a preemptor may reclaim from).  Otherwise the
     eviction bought that preemptor nothing.  A preemptor the plan leaves
     pending (Kueue evicts in one cycle and admits in a later one) has no
     placement yet to judge, so only the next rule applies to it.
@@ -118,8 +120,9 @@ class _Needed:
                 victim.key,
                 f"evicted for {adm.key}, which the plan places where it fits with "
                 f"{victim.key} still running: no leaf they share would be over "
-                "allocatable and no quota on its cohort path would be exceeded, so "
-                "Kueue's fill-back would keep the victim",
+                "allocatable, no quota on its cohort path would be exceeded and its "
+                "queue would not start borrowing, so Kueue's fill-back would keep "
+                "the victim",
             )
         ]
 
@@ -157,6 +160,12 @@ class _Needed:
             for b in breaches(self.tree, root, fr, restored):
                 if b.node in path and b.usage > before.get((b.node, b.kind), -1):
                     return True
+            # Kueue also evicts within the queue so that the preemptor fits
+            # without borrowing (borrowing narrows whom it may reclaim from).
+            now = self.tree.amounts(root, fr, self.final)[own]
+            back = self.tree.amounts(root, fr, restored)[own]
+            if back.usage > back.subtree and now.usage <= now.subtree:
+                return True
         return False
 
     # -- preemption.room-elsewhere ---------------------------------------------
