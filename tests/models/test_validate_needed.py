@@ -191,3 +191,27 @@ def test_room_may_serve_a_queue_that_could_reclaim_it() -> None:
         [("team-b/victim", "team-c/big", "InCohortReclamation")],
     )
     assert rules(v) == []
+
+
+def test_needed_to_keep_the_preemptor_from_borrowing() -> None:
+    """team-b reclaims 8 from a borrowing team-c and evicts 4 of its own so
+    that it stays within its nominal 12: a borrowing preemptor could not
+    reclaim (no borrowWithinCohort).  Kueue's own case 'preempt workloads in
+    ClusterQueue and cohort' evicts this way."""
+    v = judge(
+        [
+            held("team-b/victim", 4, "n1"),
+            held("team-b/stays", 4, "n1"),
+            held("team-c/held", 8, "n3"),
+            held("team-c/held2", 8, "n4"),
+            held("team-c/borrowed", 8, "n2"),
+            job("team-b/p", 8, priority=100),
+        ],
+        [at("team-b/p", 8, "n2")],
+        [
+            ("team-c/borrowed", "team-b/p", "InCohortReclamation"),
+            ("team-b/victim", "team-b/p", "InClusterQueue"),
+        ],
+        teams=[team("team-b", 12, reclaimWithinCohort="Any"), team("team-c", 20)],
+    )
+    assert rules(v) == []
