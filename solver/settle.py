@@ -14,7 +14,8 @@ solver's plan to the two validator rules ``preemption.unneeded`` and
 2. **Credit** it to an admitted workload that does need it (the plan is
    unchanged, only who is named).
 3. **Withdraw** the admissions of queues that took room they may not take,
-   then fill the victim back where it fits; such a workload waits for the
+   then fill the victim back where it fits; failing that, fill it back and
+   withdraw whatever its return crowds out.  Such a workload waits for the
    next solve, which sees the cluster as it then is.
 
 The validator is the oracle: the pass changes the plan one victim at a time
@@ -41,6 +42,9 @@ WITHDRAWN = (
     "waits: the room it was planned on was freed by an eviction for another "
     "ClusterQueue's workload"
 )
+MAKE_ROOM_ROUNDS = 4
+"""Rounds of withdrawing what a returned victim crowds out (each round takes
+every admission the validator names; more than two was never needed)."""
 RECREDIT_TRIES = 8
 """Admissions tried as the victim's preemptor before withdrawing any."""
 
@@ -90,6 +94,27 @@ def _settle_one(
         found = validate(snapshot, candidate)
         if key not in _victims(found) and _others(found) <= baseline:
             return candidate, found
+    return _make_room(snapshot, restored, baseline)
+
+
+def _make_room(
+    snapshot: Snapshot, plan: Plan, baseline: set[str]
+) -> tuple[Plan, list[Violation]]:
+    """The victim back, and every admission its return crowds out (named by
+    the capacity and quota rules) withdrawn, until nothing new is broken."""
+    for _ in range(MAKE_ROOM_ROUNDS):
+        found = validate(snapshot, plan)
+        admitted = {a.workload for a in plan.admissions}
+        crowded = {
+            k
+            for v in found
+            if str(v) not in baseline and v.rule.startswith(("capacity.", "quota."))
+            for k in v.workload.split(", ")
+            if k in admitted
+        }
+        if not crowded:
+            return plan, found
+        plan = _withdraw(plan, sorted(crowded))
     return plan, validate(snapshot, plan)
 
 
@@ -121,19 +146,18 @@ def _recredits(
 
 
 def _withdrawals(plan: Plan, pre: PlanPreemption, victim: Workload) -> Iterator[Plan]:
-    """The plan without the admissions on the victim's hosts of queues other
-    than its own and its preemptor's, with the victim back if it then fits,
-    else still evicted."""
+    """The plan without the other queues' admissions on the victim's hosts
+    (its preemptor's aside), with the victim back if it then fits, else still
+    evicted."""
     assert victim.admission is not None
-    entitled = {victim.admission.cluster_queue}
-    entitled |= {
-        a.cluster_queue for a in plan.admissions if a.workload == pre.preemptor
-    }
+    vcq = victim.admission.cluster_queue
     hosts = _domains(victim.admission.pod_set_assignments)
     foreign = [
         a.workload
         for a in plan.admissions
-        if a.cluster_queue not in entitled and _domains(a.pod_set_assignments) & hosts
+        if a.workload != pre.preemptor
+        and a.cluster_queue != vcq
+        and _domains(a.pod_set_assignments) & hosts
     ]
     if foreign:
         yield _without_victim(_withdraw(plan, foreign), pre.workload)
