@@ -68,9 +68,11 @@ def check(spec: SweepSpec, path: str | Path) -> Checked:
     def bad(where: str, message: str) -> None:
         problems.append(f"{path}: {where}: {message}")
 
+    _check_base(spec, bad)
+    base_ok = not problems
     _check_settings(spec, bad)
     points = expand(spec)
-    base = _base(spec, points[0], bad) if not problems else None
+    base = _base(spec, points[0], bad) if base_ok else None
     if base is not None:
         _check_changes(spec, base, points, bad)
     names = _priority_names(base) if base is not None else {}
@@ -92,17 +94,9 @@ def check(spec: SweepSpec, path: str | Path) -> Checked:
     return Checked(spec, points, columns, target)
 
 
-def _check_settings(spec: SweepSpec, bad: Any) -> None:
+def _check_base(spec: SweepSpec, bad: Any) -> None:
     from placewise.benchmarks.harness.matrix import known_families
-    from placewise.benchmarks.replay.trace import TRACE_FORMATS
-    from placewise.solver.policy import Policy
 
-    for i, solver in enumerate(spec.solvers):
-        if solver not in SOLVER_NAMES:
-            bad(
-                f"solvers.{i}",
-                f"unknown solver {solver!r}; known: {_list(SOLVER_NAMES)}",
-            )
     if spec.base.family is not None and spec.base.family not in known_families():
         bad(
             "base.family",
@@ -113,6 +107,18 @@ def _check_settings(spec: SweepSpec, bad: Any) -> None:
     for i, f in enumerate(spec.base.files):
         if not Path(f).is_file():
             bad(f"base.files.{i}", f"no such file: {f}")
+
+
+def _check_settings(spec: SweepSpec, bad: Any) -> None:
+    from placewise.benchmarks.replay.trace import TRACE_FORMATS
+    from placewise.solver.policy import Policy
+
+    for i, solver in enumerate(spec.solvers):
+        if solver not in SOLVER_NAMES:
+            bad(
+                f"solvers.{i}",
+                f"unknown solver {solver!r}; known: {_list(SOLVER_NAMES)}",
+            )
     jobs = spec.jobs
     if spec.kind == "replay":
         if jobs is None:
@@ -217,6 +223,8 @@ def _column(
         return None
     if not prio:
         return Column(metric, metric)
+    if not names:
+        return None  # the base did not load: its error says so
     if prio not in names:
         key = f"{where}.priority" if where == "target" else where
         bad(key, f"unknown priority {prio!r}; known: {_list(names)}")

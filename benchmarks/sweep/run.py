@@ -73,7 +73,6 @@ def run_sweep(
         progress(0, total)
     if not todo:
         return outcome
-    (directory / POINTS_DIR).mkdir(parents=True, exist_ok=True)
 
     def done(rec: Record) -> None:
         key = str(rec.get("key") or _key_of(rec))
@@ -90,7 +89,8 @@ def run_sweep(
         if progress is not None:
             progress(len(outcome.computed), total)
 
-    executor.start()
+    executor.start()  # before anything is written: a failed start leaves no trace
+    (directory / POINTS_DIR).mkdir(parents=True, exist_ok=True)
     try:
         executor.run(todo, done)
     finally:
