@@ -215,3 +215,67 @@ def test_ray_gives_the_local_pool_table(
     argv = ["sweep", str(_spec(tmp_path)), "-o", str(out), "--ray", "--jobs", "2"]
     assert main(argv) == 0
     assert _table(out) == pool_table
+
+
+def test_load_is_offered_against_the_base_so_more_hosts_get_the_same_jobs(
+    tmp_path: Path,
+) -> None:
+    from placewise.benchmarks.sweep.check import check
+    from placewise.benchmarks.sweep.points import run_point
+
+    path = _spec(tmp_path, jobs={"trace": SMALL, "load": 0.5})
+    checked = check(load_spec(path), path)
+    base, more, _ = (run_point(p.to_dict()) for p in checked.points)
+    assert (
+        base["metrics"]["capacity_gpus"] == 8 and more["metrics"]["capacity_gpus"] == 16
+    )
+    assert base["metrics"]["offered_load"] == pytest.approx(0.5)
+    assert more["metrics"]["offered_load"] == pytest.approx(0.25)
+
+
+def test_solve_sweep_decides_the_base_pending_work_per_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = sorted(
+        str(p) for p in (DATA.parents[2] / "instances" / "demo").glob("*.yaml")
+    )
+    spec = {
+        "kind": "solve",
+        "base": {"files": demo},
+        "axes": {
+            "add_hosts": {"flavor": "h100", "values": [-4, 0]},
+            "policy": {"objective": ["tiers"]},
+        },
+        "target": {"metric": "gpus_after", "at_least": 40},
+    }
+    path = tmp_path / "solve.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "-o", str(out), "--jobs", "1"]) == 0
+    rows = _table(out)
+    # Half the hosts (and, following them, half the quota) run half the GPUs.
+    assert [r["gpus_after"] for r in rows] == ["24", "48"]
+    assert "greedy: add_hosts:h100=0, policy.objective=tiers" in capsys.readouterr().out
+
+
+def test_readme_example_and_committed_helios_sweep_are_valid_specs(
+    tmp_path: Path,
+) -> None:
+    import re
+
+    from placewise.benchmarks.sweep.check import check
+    from placewise.benchmarks.sweep.spec import SweepSpec, resolve
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(kind: replay.*?)```", readme, re.S)
+    assert block is not None
+    example = SweepSpec.model_validate(yaml.safe_load(block.group(1)))
+    assert example.solvers == ["greedy", "cpsat"] and example.target is not None
+    helios = root / "benchmarks" / "configs" / "sweeps" / "sweep-helios.yaml"
+    spec = resolve(load_spec(helios), helios)
+    if not Path(spec.jobs.trace).is_file():  # type: ignore[union-attr, arg-type]
+        pytest.skip("../shared not found beside the checkout: the Helios trace")
+    checked = check(spec, helios)
+    assert len(checked.points) == 18
+    assert checked.target is not None and checked.target.label == "p95_delay_s@normal"
