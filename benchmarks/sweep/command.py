@@ -83,12 +83,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.output or f"sweep-{Path(args.spec).stem}")
     executor = make_executor(args.ray, args.ray_address, args.jobs)
-    with _progress(err, len(checked.points)) as tick:
-        try:
+    try:
+        with _Progress(err) as tick:
             outcome = run_sweep(checked, out, executor, tick)
-        except ExecutorError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    except ExecutorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: the points done are cached in {out}/points; "
+            "rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
     err.print(
         f"{len(checked.points)} points: {len(outcome.computed)} computed "
         f"({executor.name}), {len(outcome.cached)} cached, "
@@ -107,11 +114,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if outcome.failed else 0
 
 
-class _progress:
+class _Progress:
     """A progress bar on a terminal only; elsewhere a no-op callback."""
 
-    def __init__(self, console: Console, total: int) -> None:
-        self.console, self.total = console, total
+    def __init__(self, console: Console) -> None:
+        self.console = console
         self._bar: object | None = None
 
     def __enter__(self) -> Callable[[int, int], None] | None:

@@ -89,7 +89,8 @@ class LocalPool:
         ctx.set_forkserver_preload(
             ["placewise.benchmarks.sweep.points", "placewise.solver.solve"]
         )
-        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+        try:
             futures: dict[Future[Record], Mapping[str, Any]] = {
                 pool.submit(run_safely, p): p for p in points
             }
@@ -105,6 +106,12 @@ class LocalPool:
                         "metrics": {},
                     }
                 done(rec)
+        except BaseException:
+            # Ctrl-C: drop the queued points now (the cached ones are safe)
+            # instead of waiting for every one of them to run.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
     def close(self) -> None:
         return None

@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from placewise.benchmarks.replay.config import ReplayConfig
@@ -38,6 +39,9 @@ class Point:
     changes: tuple[Change, ...] = ()
     policy: tuple[tuple[str, Any], ...] = ()
     coords: Coords = ()
+    inputs: str = ""
+    """Digest of the input files' contents (instances, trace, family config):
+    an edited file gives new keys, so a rerun does not reuse stale results."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +51,7 @@ class Point:
             "changes": [c.to_dict() for c in self.changes],
             "policy": [list(kv) for kv in self.policy],
             "coords": [list(kv) for kv in self.coords],
+            "inputs": self.inputs,
         }
 
     @classmethod
@@ -58,6 +63,7 @@ class Point:
             changes=tuple(Change.from_dict(c) for c in data["changes"]),
             policy=tuple((k, v) for k, v in data["policy"]),
             coords=tuple((k, v) for k, v in data["coords"]),
+            inputs=data.get("inputs", ""),
         )
 
     @property
@@ -92,6 +98,7 @@ def expand(spec: SweepSpec) -> list[Point]:
     """Every point: variants in spec order, then solvers, then seeds."""
     axes = axis_columns(spec)
     jobs = spec.jobs
+    inputs = inputs_digest(spec)
     out = []
     for combo in itertools.product(*[values for _, values in axes]):
         coords = dict(zip([c for c, _ in axes], combo, strict=True))
@@ -130,9 +137,32 @@ def expand(spec: SweepSpec) -> list[Point]:
                             ("solver", solver),
                             ("seed", seed),
                         ),
+                        inputs=inputs,
                     )
                 )
     return out
+
+
+def inputs_digest(spec: SweepSpec) -> str:
+    """sha256 of every input file a point reads (missing ones count as
+    empty: the check reports them before anything runs)."""
+    from placewise.benchmarks.harness.matrix import CONFIGS
+
+    files = [Path(f) for f in spec.base.files]
+    if spec.base.family is not None:
+        files.append(CONFIGS / f"{spec.base.family}.yaml")
+    if spec.jobs is not None and spec.jobs.trace is not None:
+        files.append(Path(spec.jobs.trace))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path).encode() + b"\0")
+        try:
+            with path.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+        except OSError:
+            pass
+    return digest.hexdigest()[:16]
 
 
 def _changes(spec: SweepSpec, coords: Mapping[str, Any]) -> tuple[Change, ...]:

@@ -279,3 +279,17 @@ def test_readme_example_and_committed_helios_sweep_are_valid_specs(
     checked = check(spec, helios)
     assert len(checked.points) == 18
     assert checked.target is not None and checked.target.label == "p95_delay_s@normal"
+
+
+def test_an_edited_input_file_gives_new_point_keys(tmp_path: Path) -> None:
+    from placewise.benchmarks.sweep.check import check
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text(Path(SMALL).read_text(encoding="utf-8"), encoding="utf-8")
+    path = _spec(tmp_path, jobs={"trace": str(trace)})
+    before = [p.key for p in check(load_spec(path), path).points]
+    assert before == [p.key for p in check(load_spec(path), path).points]
+    with trace.open("a", encoding="utf-8") as fh:
+        fh.write("6,5,1,4,1,60,600,0,Pass\n")
+    after = [p.key for p in check(load_spec(path), path).points]
+    assert not set(before) & set(after)
