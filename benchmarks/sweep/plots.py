@@ -89,6 +89,11 @@ def _plot_axis(
             ax.axhline(
                 bound, color="black", linestyle="--", linewidth=1, label="target"
             )
+        if col.metric.endswith("_s") and _spans_decades(table, col.label):
+            # Waits span seconds to days: on a linear axis the target's
+            # region (minutes) is a flat line at the bottom.
+            ax.set_yscale("symlog", linthresh=60)
+            ax.set_ylim(bottom=0)
         ax.set_ylabel(col.label, fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -101,3 +106,8 @@ def _plot_axis(
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _spans_decades(table: Sequence[Mapping[str, Any]], label: str) -> bool:
+    got = [float(r[label]) for r in table if r["ok"] and r[label] is not None]
+    return bool(got) and max(got) > 100 * max(min(got), 60.0)

@@ -28,6 +28,7 @@ class Outcome:
     cached: list[str] = field(default_factory=list)
     computed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    """Keys of the points that failed, cached or computed now."""
 
 
 def cache_path(directory: Path, key: str) -> Path:
@@ -62,6 +63,8 @@ def run_sweep(
     outcome = Outcome()
     outcome.records = read_cached(directory, checked)
     outcome.cached = list(outcome.records)
+    # A cached failure is still a failure: the rerun reports it and exits 1.
+    outcome.failed = [k for k, r in outcome.records.items() if not r.get("ok")]
     todo: list[dict[str, Any]] = []
     queued: set[str] = set()
     for p in checked.points:

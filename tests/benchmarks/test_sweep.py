@@ -293,3 +293,24 @@ def test_an_edited_input_file_gives_new_point_keys(tmp_path: Path) -> None:
         fh.write("6,5,1,4,1,60,600,0,Pass\n")
     after = [p.key for p in check(load_spec(path), path).points]
     assert not set(before) & set(after)
+
+
+def test_a_failed_point_is_cached_and_still_fails_the_rerun(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = executors.run_point
+
+    def failing(data: dict[str, Any]) -> dict[str, Any]:
+        rec = real(data)
+        if dict(data["coords"])["add_hosts:h100"] == 2:
+            rec.update(ok=False, error="plan fails the validator")
+        return rec
+
+    monkeypatch.setattr(executors, "run_point", failing)
+    argv = ["sweep", str(_spec(tmp_path)), "-o", str(tmp_path / "out"), "--jobs", "1"]
+    assert main(argv) == 1
+    monkeypatch.setattr(executors, "run_point", real)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "0 computed (inline), 3 cached, 1 failed" in err
+    assert "FAILED add_hosts:h100=2" in err
