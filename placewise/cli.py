@@ -14,6 +14,7 @@ from placewise.adapters.cli import bound, emulate, generate, serve, solve, valid
 from placewise.adapters.cli import main as cli
 from placewise.benchmarks import cli as bench
 from placewise.benchmarks.replay import command as simulate
+from placewise.benchmarks.sweep import command as sweep
 
 COMMANDS: tuple[cli.Command, ...] = (
     solve,
@@ -22,6 +23,7 @@ COMMANDS: tuple[cli.Command, ...] = (
     generate,
     bench,
     simulate,
+    sweep,
     emulate,
     serve,
 )

@@ -30,6 +30,7 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.models.workload import Admission, Workload
 from placewise.solver.metrics import pod_set_gpus
+from placewise.solver.policy import Policy
 
 Progress = Callable[[float, float], None]
 """Called with (simulated seconds so far, the horizon) after each solve."""
@@ -106,10 +107,14 @@ def run_replay(config: ReplayConfig, progress: Progress | None = None) -> Replay
 
 
 def run_workset(
-    config: ReplayConfig, work: Workset, progress: Progress | None = None
+    config: ReplayConfig,
+    work: Workset,
+    progress: Progress | None = None,
+    policy: Policy | None = None,
 ) -> ReplayResult:
     """Replay ready-made work (what :func:`run_replay` builds from ``config``;
-    tests and other front ends may build their own)."""
+    tests and other front ends may build their own).  ``policy``: the
+    solver's objective settings (a sweep varies them; default ``Policy()``)."""
     wall = time.perf_counter()
     res = ReplayResult(
         config,
@@ -120,7 +125,7 @@ def run_workset(
         warnings=list(work.warnings),
         offered_load=work.offered_load,
     )
-    loop = _Loop(config, work, res, progress)
+    loop = _Loop(config, work, res, progress, policy or Policy())
     try:
         loop.run()
     except Exception as exc:  # a solver crash is that run's failure, reported
@@ -140,8 +145,10 @@ class _Loop:
         work: Workset,
         res: ReplayResult,
         progress: Progress | None,
+        policy: Policy,
     ) -> None:
         self.config, self.work, self.res, self.progress = config, work, res, progress
+        self.policy = policy
         self.base = work.base
         self.queued: dict[str, Workload] = {}
         self.running: dict[str, Workload] = {}
@@ -263,7 +270,7 @@ class _Loop:
         res = self.res
         snap = snapshot_of(self.base, self.running, self.waiting)
         start = time.perf_counter()
-        plan = _solve(self.config, snap)
+        plan = _solve(self.config, snap, self.policy)
         res.solver_seconds += time.perf_counter() - start
         res.solves += 1
         bad = validate(snap, plan)
@@ -343,7 +350,7 @@ def _name(w: Workload) -> str:
     return w.priority_class.name if w.priority_class is not None else str(w.priority)
 
 
-def _solve(config: ReplayConfig, snap: Snapshot) -> Plan:
+def _solve(config: ReplayConfig, snap: Snapshot, policy: Policy) -> Plan:
     from placewise.solver.solve import SolveParams, solve
 
     return solve(
@@ -353,6 +360,7 @@ def _solve(config: ReplayConfig, snap: Snapshot) -> Plan:
             time_limit=config.time_limit,
             workers=config.workers,
             seed=config.seed,
+            policy=policy,
         ),
     )
 

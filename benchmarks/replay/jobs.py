@@ -95,9 +95,13 @@ class Workset:
         return self.jobs[-1].arrival_s - self.jobs[0].arrival_s
 
 
-def build(config: ReplayConfig) -> Workset:
-    """Cluster, jobs and times for ``config`` (already checked)."""
-    snapshot = _cluster(config)
+def build(config: ReplayConfig, cluster: Snapshot | None = None) -> Workset:
+    """Cluster, jobs and times for ``config`` (already checked).
+
+    ``cluster`` replaces the one ``config`` names (a sweep's edited copy of
+    it: more hosts, other quotas); the jobs still come from ``config``.
+    """
+    snapshot = load_cluster(config) if cluster is None else cluster
     base = _without_workloads(snapshot)
     capacity, background = _capacity(snapshot)
     rng = np.random.default_rng(config.seed)
@@ -150,7 +154,11 @@ def build(config: ReplayConfig) -> Workset:
     return out
 
 
-def _cluster(config: ReplayConfig) -> Snapshot:
+def load_cluster(
+    config: ReplayConfig, overrides: tuple[tuple[str, Any], ...] = ()
+) -> Snapshot:
+    """The cluster ``config`` names: its files, or its family generated at its
+    seed (``overrides``: generator settings changed, as ``generate`` flags do)."""
     if config.family:
         from placewise.benchmarks.harness.matrix import (
             Instance,
@@ -163,7 +171,8 @@ def _cluster(config: ReplayConfig) -> Snapshot:
                 f"unknown family {config.family!r}; known: "
                 f"{', '.join(known_families())}"
             )
-        overrides = (("pending", config.arrivals),) if config.arrivals else ()
+        if config.arrivals:
+            overrides = (*overrides, ("pending", config.arrivals))
         return generate_snapshot(Instance(config.family, config.seed, overrides))
     from placewise.adapters.io.loader import load_snapshot
 

@@ -71,10 +71,11 @@ def test_every_command_is_registered_once_in_help_order() -> None:
         "generate",
         "bench",
         "simulate",
+        "sweep",
         "emulate",
         "serve",
     ]
-    assert len(COMMANDS) == 8
+    assert len(COMMANDS) == 9
 
 
 def test_every_option_has_help_and_shows_its_default() -> None:
