@@ -104,13 +104,14 @@ def four_hosts() -> Snapshot:
 
 
 def test_metrics_of_a_hand_made_plan(four_hosts):
-    """The gang spans both racks (preferred, not required), the solo job
-    lands beside the inference pod; the running workload is preempted (a
-    plan the validator accepts: metrics of an infeasible plan mean nothing)."""
+    """The gang spans both racks (preferred, not required), one pod where
+    the running workload was, which is preempted for it; the solo job lands
+    beside the inference pod (a plan the validator accepts: metrics of an
+    infeasible plan mean nothing)."""
     plan = Plan(
         solver=SOLVER,
         admissions=(
-            admit("team/gang", 2, 4, {"a2": 1, "b2": 1}),
+            admit("team/gang", 2, 4, {"a2": 1, "b1": 1}),
             admit("team/solo", 1, 2, {"a1": 1}),
         ),
         preemptions=(
@@ -128,10 +129,10 @@ def test_metrics_of_a_hand_made_plan(four_hosts):
     assert m.net_gpus == 2
     assert (m.gpus_running_before, m.gpus_after) == (8, 10)
     assert m.tier_demand == ((100, 8), (10, 2), (0, -8))
-    # In use: 3 (pod) + 4 (a2) + 4 (b2) + 2 (a1); b1 is empty again.
+    # In use: 3 (pod) + 4 (a2) + 4 (b1) + 2 (a1); b2 stays empty.
     assert (m.gpu_capacity, m.gpu_in_use) == (32, 13)
     assert m.gpu_alloc_pct == pytest.approx(100 * 13 / 32)
-    # Free: a1 3, a2 4, b1 8, b2 4 — each fits a 2-, 4- or 8-GPU pod.
+    # Free: a1 3, a2 4, b1 4, b2 8 — each fits a 2-, 4- or 8-GPU pod.
     assert m.stranded_gpus == 0
     assert (m.topology_gangs, m.gangs_in_domain) == (1, 0)
     assert m.domains_per_gang == 2.0
