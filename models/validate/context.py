@@ -63,6 +63,28 @@ class Admitted:
     def key(self) -> str:
         return self.workload.key
 
+    def group_of(self, ps: PodSet, resource: str) -> int | None:
+        """The queue's resource group serving ``resource`` for ``ps``.
+
+        Kueue assigns flavors per pod-set group (``podSetGroupName``), so
+        the rule (``ClusterQueue.serving_groups``) runs over everything the
+        group requests; a resource it does not request (a zero request given
+        a flavor anyway) falls back to its first group."""
+        cq = self.cluster_queue
+        if cq is None:
+            return None
+        group = ps.topology.group
+        mates = [
+            p
+            for p in self.workload.pod_sets
+            if p is ps or (group and p.topology.group == group)
+        ]
+        wanted = {r for p in mates for r, v in p.requests.items() if v}
+        if cq.group_of(PODS) is not None:
+            wanted.add(PODS)
+        serving = cq.serving_groups(wanted)
+        return serving[resource] if resource in serving else cq.group_of(resource)
+
     def pairs(self) -> Iterator[tuple[PodSet, PodSetAssignment]]:
         """Pod sets with their assignment, matched by name (first match)."""
         seen: set[str] = set()
