@@ -105,6 +105,11 @@ class Context:
     """First admission of each pending workload, in plan order."""
     victims: dict[str, tuple[Workload, PlanPreemption]] = field(default_factory=dict)
     """Running workloads the plan evicts (first preemption of each)."""
+    replaced: dict[str, tuple[Workload, Admitted]] = field(default_factory=dict)
+    """Running workload slices the plan finishes, each by the admission of
+    the elastic slice that replaces it (``PlanAdmission.replaces``, where the
+    link holds and the old slice is no victim): their quota and capacity
+    pass to that admission, which is no preemption."""
 
     def __post_init__(self) -> None:
         pending = {w.key: w for w in self.snap.pending}
@@ -123,11 +128,24 @@ class Context:
             victim = running.get(pre.workload)
             if victim is not None and pre.workload not in self.victims:
                 self.victims[pre.workload] = (victim, pre)
+        for adm in self.admitted:
+            old = self.snap.replaced_slice(adm.workload)
+            if (
+                old is not None
+                and adm.entry.replaces == old.key
+                and old.key not in self.victims
+                and old.key not in self.replaced
+            ):
+                self.replaced[old.key] = (old, adm)
 
     @cached_property
     def remaining(self) -> list[Workload]:
         """Running workloads still holding quota and capacity after the plan."""
-        return [w for w in self.snap.running if w.key not in self.victims]
+        return [
+            w
+            for w in self.snap.running
+            if w.key not in self.victims and w.key not in self.replaced
+        ]
 
     @cached_property
     def domains(self) -> DomainIndex:

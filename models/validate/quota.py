@@ -235,9 +235,11 @@ def final_usage(
     """Running minus victims plus the plan's admissions, per queue.
 
     ``keep_victims`` gives the peak instead: everything a queue holds at
-    some point while the plan is carried out.
+    some point while the plan is carried out.  A replaced workload slice
+    never counts: its successor's admission holds its quota.
     """
-    acc = running_usage(ctx.snap.running if keep_victims else ctx.remaining)
+    held = [w for w in ctx.snap.running if w.key not in ctx.replaced]
+    acc = running_usage(held if keep_victims else ctx.remaining)
     for adm in ctx.admitted:
         if adm.cluster_queue is not None:
             add_usage(acc, adm.cluster_queue.name, admitted_usage(adm))

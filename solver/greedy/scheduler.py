@@ -24,6 +24,7 @@ from placewise.solver.greedy.flavors import Assignment, FlavorAssigner
 from placewise.solver.greedy.modes import Mode, PreemptionMode
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
+from placewise.solver.greedy.slices import old_slice, pinned_flavors, unsupported
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.afs import AfsLedger, applies
 from placewise.solver.kueue.fairsharing import Contender, tournament
@@ -51,6 +52,8 @@ class Entry:
     message: str = ""
     refused: list[str] = field(default_factory=list)
     """Why fair sharing refused the victims it considered, if it did."""
+    old: WlInfo | None = None
+    """The running slice this elastic slice replaces (:mod:`.slices`)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +67,8 @@ class Outcome:
     """victim -> (preemptor, reason)."""
     reasons: dict[str, str] = field(default_factory=dict)
     cycles: int = 0
+    replaced: dict[str, str] = field(default_factory=dict)
+    """admitted elastic slice -> the running slice it replaced."""
 
 
 def _classical_key(e: Entry) -> tuple[object, ...]:
@@ -112,7 +117,7 @@ class GreedyScheduler:
                 self.queues[name] = PendingQueue(cq, ledger if usage_based else None)
         for w in snapshot.pending:
             cq_name = snapshot.cluster_queue_of(w)
-            reason = snapshot.blocked_reason(w)
+            reason = snapshot.blocked_reason(w) or unsupported(snapshot, w)
             if cq_name in self.queues and (
                 reason is None or reason.startswith(("namespace", "pod set"))
             ):
@@ -194,7 +199,10 @@ class GreedyScheduler:
                 assignment.forced = Mode.FIT
             else:
                 assignment, targets = self.get_assignments(info)
-            entries.append(Entry(info, assignment, targets, refused=self._refused))
+            old = old_slice(self.snapshot, self.state, info)
+            entries.append(
+                Entry(info, assignment, targets, refused=self._refused, old=old)
+            )
         entries.sort(key=_classical_key)
         preempted: dict[str, WlInfo] = {}
         ordered = self._fair_order(entries) if self.fair else iter(entries)
@@ -235,7 +243,12 @@ class GreedyScheduler:
                 # Admitted earlier in this run, evicted now: Kueue requeues
                 # it (keeping its creation time); for the plan it is pending.
                 del self.outcome.admitted[info.key]
-                self.outcome.preempted.pop(info.key, None)
+                by = self.outcome.preempted.pop(info.key, None)
+                old = self.outcome.replaced.pop(info.key, None)
+                if old is not None and by is not None:
+                    # The slice it replaced is finished: for the plan, that
+                    # running slice is what the eviction takes.
+                    self.outcome.preempted[old] = by
                 self.queues[info.cq].push(WlInfo(obj=info.obj, cq=info.cq))
         for name, queue in self.queues.items():
             if self.state.quota.root(name).id in roots:
@@ -317,6 +330,18 @@ class GreedyScheduler:
     def get_assignments(
         self, info: WlInfo, pinned: dict[str, dict[str, str]] | None = None
     ) -> tuple[Assignment, list[Target]]:
+        old = old_slice(self.snapshot, self.state, info)
+        if old is None:
+            return self._assignments(info, pinned)
+        undo = self.state.simulate_removal([old])
+        try:
+            return self._assignments(info, pinned_flavors(old, pinned))
+        finally:
+            undo()
+
+    def _assignments(
+        self, info: WlInfo, pinned: dict[str, dict[str, str]] | None
+    ) -> tuple[Assignment, list[Target]]:
         fa = self.assigner(info, pinned)
         asg, targets = self._initial(fa)
         if asg.mode() is Mode.PREEMPT and (
@@ -384,6 +409,8 @@ class GreedyScheduler:
     def _fits(self, e: Entry, preempted: dict[str, WlInfo]) -> tuple[bool, bool]:
         """(quota fits, TAS fits) with earlier victims and own targets removed."""
         victims = {**preempted, **{t.info.key: t.info for t in e.targets}}
+        if e.old is not None:
+            victims[e.old.key] = e.old
         undo = self.state.simulate_removal(victims.values())
         try:
             quota = self.state.quota
@@ -400,6 +427,13 @@ class GreedyScheduler:
     def process(self, e: Entry, preempted: dict[str, WlInfo]) -> bool:
         if self._take_hold(e, preempted):
             return True
+        if e.old is not None and e.old.key in preempted:
+            # Kueue's old slice is the entry's first target: taken already.
+            e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
+            e.message = (
+                "Workload has overlapping preemption targets with another workload"
+            )
+            return False
         quota_ok, tas_ok = self._fits(e, preempted)
         overlap = any(t.info.key in preempted for t in e.targets)
         if overlap or (quota_ok and not tas_ok):
@@ -510,6 +544,10 @@ class GreedyScheduler:
 
     def _admit(self, e: Entry) -> None:
         e.status = Status.ASSUMED
+        if e.old is not None:
+            # Finished, not evicted: the new slice's usage takes its place.
+            self.state.remove(e.old)
+            self.outcome.replaced[e.info.key] = e.old.key
         psas = tuple(
             PodSetAssignment(
                 name=d.name,

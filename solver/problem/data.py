@@ -147,6 +147,12 @@ class ModelData:
     flavor covers a resource, or none is eligible): no bound counts them."""
 
 
+SLICE = (
+    "elastic workload slice: its quota is the growth over the running slice it "
+    "replaces, which the model does not express (the warm start decides)"
+)
+
+
 def outside_demand(
     data: ModelData, size: Callable[[Workload], int], admitted: Set[str] = frozenset()
 ) -> dict[int, int]:
@@ -266,6 +272,9 @@ def compile_data(
             continue
         cq_name = snap.cluster_queue_of(w)
         if cq_name is None or snap.blocked_reason(w) is not None:
+            continue
+        if snap.replaced_slice(w) is not None:
+            data.unsupported[w.key] = SLICE
             continue
         _add_workload(data, w, snap.cluster_queues[cq_name])
     _add_chains(data)

@@ -162,6 +162,8 @@ def compare(expected: dict[str, Any], plan: Plan) -> list[str]:
                 continue
             if want.get("clusterQueue") and want["clusterQueue"] != got.cluster_queue:
                 diffs.append(f"{key}: clusterQueue {got.cluster_queue}")
+            if "replaces" in want and want["replaces"] != got.replaces:
+                diffs.append(f"{key}: replaces {got.replaces} != {want['replaces']}")
             by_name = {p.name: p for p in got.pod_set_assignments}
             for wps in want.get("podSetAssignments") or []:
                 gps = by_name.get(wps["name"])
