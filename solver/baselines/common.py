@@ -84,6 +84,9 @@ class BaselineScheduler(ABC):
         blocked_strict: dict[str, str] = {}
         for w in sorted(self.snap.pending, key=queue_order):
             why = self.snap.blocked_reason(w)
+            if why is None and self.snap.replaced_slice(w) is not None:
+                # Growing a running job in place is Kueue's, not kube's.
+                why = "elastic workload slice: the baselines do not replace slices"
             if why is not None:
                 self.reasons[w.key] = why
                 continue

@@ -239,10 +239,7 @@ class FlavorAssigner:
             if self.pinned is not None and not any(
                 self.pinned.get(d.name, {}).get(res) == name for d in members
             ):
-                reasons.append(
-                    f"skipping flavor {name} as it is not found in the "
-                    f"nomination mapping for resource {res}"
-                )
+                reasons.append(self._pin_refusal(name, res, members))
                 continue
             why = self._eligible(name, members, group.covered_resources)
             if why is not None:
@@ -315,6 +312,20 @@ class FlavorAssigner:
             mode, borrow_after = self.oracle(self.wl, fr, val)
             return mode, borrow_after, why
         return PreemptionMode.NO_FIT, borrow, why
+
+    def _pin_refusal(self, name: str, res: str, members: list[PodSetDraft]) -> str:
+        """Why a pinned search skips ``name``: an elastic slice keeps its old
+        slice's flavors (Kueue's words), a re-check its nominated ones."""
+        if self.snapshot.replaced_slice(self.wl.obj) is not None and self.pinned:
+            was = self.pinned.get(members[0].name, {}).get(res)
+            return (
+                f"could not assign {name} flavor since the original workload is "
+                f"assigned: {was}"
+            )
+        return (
+            f"skipping flavor {name} as it is not found in the "
+            f"nomination mapping for resource {res}"
+        )
 
     # -- step 2: topology ------------------------------------------------------
 
