@@ -272,7 +272,7 @@ class GreedyScheduler:
                 contenders = {
                     cq: Contender(
                         cq,
-                        e.assignment.quota_usage(),
+                        self._net(e),
                         e.info.priority,
                         e.info.queue_ts.timestamp(),
                     )
@@ -469,9 +469,7 @@ class GreedyScheduler:
                 "overlapping preemption targets with another workload; "
                 "fits after those preemptions complete"
             )
-            self._temp_usage(
-                e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage
-            )
+            self._temp_usage(e.info.cq, self._net(e), e.assignment.tas_usage)
             return False
         if any(t.info.key in preempted for t in e.targets):
             e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
@@ -486,9 +484,7 @@ class GreedyScheduler:
         for t in e.targets:
             preempted[t.info.key] = t.info
         if mode is Mode.PREEMPT:
-            self._temp_usage(
-                e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage
-            )
+            self._temp_usage(e.info.cq, self._net(e), e.assignment.tas_usage)
             e.status, e.requeue = Status.PREEMPTING, Requeue.PENDING_PREEMPTION
             names = ", ".join(sorted(t.info.key for t in e.targets))
             e.message = f"waiting for the preemption of {names}"
@@ -523,6 +519,15 @@ class GreedyScheduler:
         e.assignment, e.targets = self.get_assignments(e.info)
         return False
 
+    def _net(self, e: Entry) -> dict[FR, int]:
+        """What the entry adds to its queue's usage: for an elastic slice only
+        the growth over the slice it replaces (Kueue's ``Assignment.Usage``)."""
+        usage = e.assignment.quota_usage()
+        if e.old is None:
+            return usage
+        grown = {fr: v - e.old.usage.get(fr, 0) for fr, v in usage.items()}
+        return {fr: v for fr, v in grown.items() if v > 0}
+
     def _temp_usage(self, cq: str, usage: dict[FR, int], tas: list[TasUsage]) -> None:
         self.state.add_usage(cq, usage, tas)
         self._temp.append((cq, usage, list(tas)))
@@ -532,7 +537,7 @@ class GreedyScheduler:
         quota = self.state.quota
         node = quota.node(e.info.cq)
         reserve = {}
-        for fr, u in e.assignment.quota_usage().items():
+        for fr, u in self._net(e).items():
             nominal, used = node.nominal.get(fr, 0), node.usage.get(fr, 0)
             if e.assignment.borrowing > 0:
                 limit = node.borrowing_limit.get(fr)
