@@ -26,6 +26,7 @@ from placewise.solver.greedy.modes import (
     is_preferred,
     should_try_next,
 )
+from placewise.solver.greedy.slices import Kept, merged
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas, tas_only
 from placewise.solver.kueue.quota import FR
@@ -145,6 +146,9 @@ class FlavorAssigner:
         self.oracle = oracle
         self.pinned = pinned
         self.tas_only = tas_only(snapshot, self.cq)
+        self.kept: Kept = {}
+        """An elastic slice's running pods per pod set: they stay where they
+        are and only the growth is placed (:mod:`.slices`)."""
 
     # -- step 1: flavors per group ------------------------------------------
 
@@ -338,6 +342,12 @@ class FlavorAssigner:
                 continue
             if d.topology is not None:
                 continue
+            count = d.count
+            if ps.name in self.kept:
+                count -= self.kept[ps.name][0]
+                if count <= 0:
+                    d.topology = self.kept[ps.name][1]
+                    continue
             tas = sorted(
                 {
                     p.flavor
@@ -355,7 +365,7 @@ class FlavorAssigner:
                 continue
             req = TasPodSetRequest(
                 name=ps.name,
-                count=d.count,
+                count=count,
                 requests=ps.requests,
                 topology=ps.topology,
                 placement=ps.placement,
@@ -375,6 +385,10 @@ class FlavorAssigner:
         for d in asg.pod_sets:
             if result.assignments and d.name in result.assignments:
                 d.topology = result.assignments[d.name]
+                if d.name in self.kept:
+                    d.topology = merged(self.kept[d.name][1], d.topology)
+                    if d.topology is None:
+                        d.error = "the replaced slice is placed on other levels"
         asg.tas_usage = self.tas_usage(asg)
 
     def tas_usage(self, asg: Assignment) -> list[TasUsage]:
@@ -392,6 +406,8 @@ class FlavorAssigner:
 
     def _place_tas(self, asg: Assignment) -> None:
         requests = self.tas_requests(asg)
+        if self.kept:
+            asg.tas_usage = self.tas_usage(asg)  # kept pods, placed or not
         if asg.mode() is Mode.FIT and requests:
             result = self.find_topology(requests)
             if result.assignments is None:

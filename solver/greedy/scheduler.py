@@ -24,7 +24,13 @@ from placewise.solver.greedy.flavors import Assignment, FlavorAssigner
 from placewise.solver.greedy.modes import Mode, PreemptionMode
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
-from placewise.solver.greedy.slices import old_slice, pinned_flavors, unsupported
+from placewise.solver.greedy.slices import (
+    Kept,
+    kept_pods,
+    old_slice,
+    pinned_flavors,
+    unsupported,
+)
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.afs import AfsLedger, applies
 from placewise.solver.kueue.fairsharing import Contender, tournament
@@ -333,16 +339,21 @@ class GreedyScheduler:
         old = old_slice(self.snapshot, self.state, info)
         if old is None:
             return self._assignments(info, pinned)
-        undo = self.state.simulate_removal([old])
+        # Its quota passes to the slice; its pods (and their room) stay.
+        self.state.remove(old, tas_too=False)
         try:
-            return self._assignments(info, pinned_flavors(old, pinned))
+            return self._assignments(info, pinned_flavors(old, pinned), kept_pods(old))
         finally:
-            undo()
+            self.state.add(old, tas_too=False)
 
     def _assignments(
-        self, info: WlInfo, pinned: dict[str, dict[str, str]] | None
+        self,
+        info: WlInfo,
+        pinned: dict[str, dict[str, str]] | None,
+        kept: Kept | None = None,
     ) -> tuple[Assignment, list[Target]]:
         fa = self.assigner(info, pinned)
+        fa.kept = kept or {}
         asg, targets = self._initial(fa)
         if asg.mode() is Mode.PREEMPT and (
             any(ps.topology.requests_tas for ps in info.obj.pod_sets) or fa.tas_only

@@ -13,8 +13,8 @@ from placewise.solver.cpsat import CpSatParams
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.greedy.slices import TAS_SLICE
-from tests.models.test_validate_slices import old_slice, slice_of, tas_old
-from tests.models.validate_builders import load, running, workload
+from tests.models.test_validate_slices import LINK, old_slice, slice_of, tas_old
+from tests.models.validate_builders import load, pod_set, psa, running, workload
 
 PARAMS = CpSatParams(time_limit=2.0, workers=1, seed=0)
 
@@ -63,11 +63,25 @@ def test_a_slice_without_its_running_slice_is_a_workload_of_its_own() -> None:
     assert adm.replaces is None
 
 
-def test_topology_slices_wait_in_the_greedy() -> None:
-    """Keeping a placed slice's pods in their domains is not implemented:
-    the slice stays pending, saying why, and the old one keeps running."""
+def test_a_placed_slice_keeps_its_pods_and_places_the_growth() -> None:
+    """The old slice's 2 pods stay on h1; the third pod is placed with them
+    or elsewhere, and the plan replaces the old slice."""
     snap = load("tas.yaml", tas_old(), slice_of("default/old", "default/new", 3))
     plan = solve_greedy(snap)
+    (adm,) = plan.admissions
+    assert adm.replaces == "default/old"
+    (psa,) = adm.pod_set_assignments
+    assert psa.count == 3 and psa.topology_assignment is not None
+    placed = psa.topology_assignment.as_counts()
+    assert placed.get(("h1",), 0) >= 2 and sum(placed.values()) == 3
+
+
+def test_a_constrained_placed_slice_waits() -> None:
+    """A required topology cannot be grown in place (Kueue refuses it too)."""
+    rack = {"kueue.x-k8s.io/podset-required-topology": "cloud/rack"}
+    grow = workload("default/new", "lq", [pod_set(count=3, annotations=rack)])
+    grow["metadata"]["annotations"] = {LINK: "default/old"}
+    plan = solve_greedy(load("tas.yaml", tas_old(), grow))
     assert plan.admissions == ()
     assert plan.pending[0].reason == TAS_SLICE
 
@@ -79,3 +93,27 @@ def test_the_optimizer_keeps_the_greedys_slice_decision() -> None:
         ("default/new", "default/old")
     ]
     assert plan.preemptions == ()
+
+
+def test_the_growth_goes_where_there_is_room() -> None:
+    """Two 2-cpu pods fill h1 (4 cpu): the third lands on another host, the
+    two stay; the optimizer keeps that decision."""
+    old = workload(
+        "default/old",
+        "lq",
+        [pod_set(count=2, requests={"cpu": "2"})],
+        running_in="tas-cq",
+        assignments=[
+            psa("main", {"cpu": "tas"}, {"cpu": "4"}, 2, domains=[(["h1"], 2)])
+        ],
+    )
+    grow = workload("default/new", "lq", [pod_set(count=3, requests={"cpu": "2"})])
+    grow["metadata"]["annotations"] = {LINK: "default/old"}
+    snap = load("tas.yaml", old, grow)
+    for plan in (solve_greedy(snap), solve_cpsat(snap, PARAMS)):
+        (adm,) = plan.admissions
+        assert adm.replaces == "default/old"
+        placed = adm.pod_set_assignments[0].topology_assignment
+        assert placed is not None
+        counts = placed.as_counts()
+        assert counts[("h1",)] == 2 and sum(counts.values()) == 3
