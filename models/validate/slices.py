@@ -24,7 +24,13 @@ def check(ctx: Context) -> list[Violation]:
         old = ctx.snap.replaced_slice(adm.workload)
         named = adm.entry.replaces
         if named is None:
-            if old is not None and old.key not in ctx.victims:
+            # An old slice evicted, or replaced by another slice, is gone: this
+            # one is then a workload of its own (as in Kueue).
+            if (
+                old is not None
+                and old.key not in ctx.victims
+                and old.key not in ctx.replaced
+            ):
                 out.append(
                     Violation(
                         "slice.not-replaced",

@@ -117,3 +117,12 @@ def test_the_growth_goes_where_there_is_room() -> None:
         assert placed is not None
         counts = placed.as_counts()
         assert counts[("h1",)] == 2 and sum(counts.values()) == 3
+
+
+def test_two_slices_of_one_job_replace_it_once() -> None:
+    """Only one slice can take the running one's place; the other is then a
+    workload of its own (the plan stays valid)."""
+    twin = slice_of("default/old", "default/new2", 2, created="2026-01-01T00:00:05Z")
+    plan = solve_greedy(grown(9, twin))
+    replacing = [a.workload for a in plan.admissions if a.replaces]
+    assert replacing == ["default/new"]
