@@ -7,6 +7,7 @@ the :class:`placewise.models.snapshot.Snapshot` resolves references.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from fractions import Fraction
 from typing import Literal
@@ -107,12 +108,37 @@ class ClusterQueue(Frozen):
         return None
 
     def group_of(self, resource: str) -> int | None:
-        """Index of the resource group covering ``resource`` (the last, as Kueue)."""
-        found = None
+        """Index of the first resource group covering ``resource`` (Kueue's
+        ``RGByResource``), None when none does.  What a pod set's resources
+        are served by is :meth:`serving_groups`."""
         for i, group in enumerate(self.resource_groups):
             if resource in group.covered_resources:
-                found = i
-        return found
+                return i
+        return None
+
+    def serving_groups(self, requested: Iterable[str]) -> dict[str, int]:
+        """The resource group serving each of ``requested`` (the resources a
+        pod-set group asks for, ``pods`` included where covered).
+
+        Kueue's webhook forbids a resource in two groups, yet its own tests
+        build such queues, and its flavor assigner then decides: it walks the
+        requested resources by name, an unassigned one takes its first group
+        (:meth:`group_of`), and that group picks one flavor for every
+        requested resource it covers, overwriting an earlier group's pick.
+        Without repeated resources this is plain :meth:`group_of`.  It is the
+        one home of the rule: greedy, optimizer and validator all map a pod
+        set's resources to groups through it, so their plans agree.
+        """
+        wanted = set(requested)
+        out: dict[str, int] = {}
+        for r in sorted(wanted):
+            g = self.group_of(r)
+            if r in out or g is None:
+                continue
+            for c in self.resource_groups[g].covered_resources:
+                if c in wanted:
+                    out[c] = g
+        return out
 
     @property
     def flavor_names(self) -> tuple[str, ...]:

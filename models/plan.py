@@ -61,6 +61,10 @@ class PlanAdmission(Frozen):
     pod_set_assignments: tuple[PodSetAssignment, ...]
     cluster: str | None = None
     """The worker cluster, in multi-cluster plans only (formats.md §3)."""
+    replaces: str | None = None
+    """The running workload slice this admission replaces (an elastic job's
+    scale-up, Kueue's ElasticJobsViaWorkloadSlices): it is finished, not
+    preempted, and its quota, capacity and placed pods pass to this one."""
 
 
 class PlanPreemption(Frozen):
@@ -123,7 +127,8 @@ class Plan(Frozen):
                         "podSetAssignments": [
                             _psa_to_dict(p) for p in a.pod_set_assignments
                         ],
-                    },
+                    }
+                    | ({"replaces": a.replaces} if a.replaces else {}),
                     a.cluster,
                 )
                 for a in self.admissions
@@ -271,6 +276,7 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
                 ),
                 pod_set_assignments=tuple(psas),
                 cluster=_optional(rd, adm, where),
+                replaces=_optional(rd, adm, where, "replaces"),
             )
         )
     preemptions = []
@@ -316,11 +322,14 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
     )
 
 
-def _optional(rd: _Reader, entry: Mapping[str, Any], where: str) -> str | None:
-    """The optional ``cluster`` of an entry: absent, or a non-empty string."""
-    if entry.get("cluster") is None:
+def _optional(
+    rd: _Reader, entry: Mapping[str, Any], where: str, key: str = "cluster"
+) -> str | None:
+    """An optional field of an entry (``cluster``, an admission's
+    ``replaces``): absent, or a non-empty string."""
+    if entry.get(key) is None:
         return None
-    return rd.string(entry.get("cluster"), f"{where}.cluster") or None
+    return rd.string(entry.get(key), f"{where}.{key}") or None
 
 
 def _tiers(rd: _Reader, raw: object) -> tuple[TierResult, ...]:

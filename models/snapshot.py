@@ -48,14 +48,14 @@ class Objects:
     """From Kueue's Configuration object, when the instance has one."""
 
 
-NOT_MODELLED_ANNOTATIONS: dict[str, str] = {
-    "kueue.x-k8s.io/workload-slice-replacement-for": (
-        "elastic workload slice (ElasticJobsViaWorkloadSlices): not modelled; the "
-        "slice is scheduled as a workload of its own, beside the slice it replaces"
-    ),
-}
+NOT_MODELLED_ANNOTATIONS: dict[str, str] = {}
 """Kueue annotations with default-on behaviour placewise does not reproduce:
 one warning per workload carrying one, so a plan never hides the gap."""
+
+SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
+"""Kueue's ElasticJobsViaWorkloadSlices (beta, on by default): a scale-up
+slice names the ``namespace/name`` of the running slice it replaces
+(``Workload.replaces``)."""
 
 ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
 """Kueue's AdmissionGatedBy gate (on by default): a non-empty value keeps the
@@ -85,6 +85,7 @@ class Snapshot:
         }
         self._check_running()
         _ = self._targets  # resolve queues now, so their warnings come with the load
+        self._check_slices()
 
     # -- cohort tree -------------------------------------------------------
 
@@ -236,6 +237,20 @@ class Snapshot:
                         namespace=w.namespace,
                     )
 
+    def _check_slices(self) -> None:
+        """A slice whose link does not hold is scheduled on its own (as in
+        Kueue, which finds nothing to replace); say so, it is likely stale."""
+        for w in self.pending:
+            if w.replaces is not None and self.replaced_slice(w) is None:
+                self._warn(
+                    "Workload",
+                    w.name,
+                    f"workload slice replaces {w.replaces!r}, which is not running "
+                    "in its ClusterQueue and namespace: scheduled as a workload "
+                    "of its own",
+                    namespace=w.namespace,
+                )
+
     @cached_property
     def running(self) -> list[Workload]:
         """Quota-holding workloads whose ClusterQueue exists, sorted by key."""
@@ -306,6 +321,25 @@ class Snapshot:
         if w.admission is not None and w.is_running:
             return w.admission.cluster_queue
         return self._targets.get(w.key, (None, None))[0]
+
+    def replaced_slice(self, w: Workload) -> Workload | None:
+        """The running slice a pending elastic slice replaces, if the link
+        holds as Kueue's ``ReplacedWorkloadSlice`` reads it: the old slice is
+        a quota holder of the ClusterQueue the new one is queued in, in the
+        same namespace.  Otherwise the new slice is a workload of its own."""
+        if w.replaces is None or not w.is_pending:
+            return None
+        old = self.workloads.get(w.replaces)
+        cq = self.cluster_queue_of(w)
+        if (
+            old is None
+            or not old.is_running
+            or old.admission is None
+            or old.admission.cluster_queue != cq
+            or old.namespace != w.namespace
+        ):
+            return None
+        return old
 
     def blocked_reason(self, w: Workload) -> str | None:
         """Why a pending workload cannot be admitted by any solver, if so."""

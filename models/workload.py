@@ -113,6 +113,12 @@ class Workload(Frozen):
     share this group name: at most one of them may be admitted (the manager
     keeps whichever worker admits it).  No Kueue object carries it; the
     multi-cluster loader sets it, and every solver and the validator honour it."""
+    replaces: str | None = None
+    """An elastic job's scale-up slice (Kueue's ElasticJobsViaWorkloadSlices):
+    the ``namespace/name`` key of the running slice it replaces, from the
+    ``kueue.x-k8s.io/workload-slice-replacement-for`` annotation.  Admitting
+    it finishes that slice instead of preempting it; only the growth needs
+    quota (``Snapshot.replaced_slice`` says when the link holds)."""
 
     @property
     def key(self) -> str:

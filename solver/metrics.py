@@ -189,9 +189,12 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
     pending = {w.key: w for w in snapshot.pending}
     running = {w.key: w for w in snapshot.running}
     evicted = {p.workload for p in plan.preemptions if p.workload in running}
+    # An elastic slice's admission finishes the running slice it replaces:
+    # only its growth is new (the old pods keep running within it).
+    replaced = {a.replaces for a in plan.admissions if a.replaces in running}
     admitted_gpus = sum(
         pod_set_gpus(p) for a in plan.admissions for p in a.pod_set_assignments
-    )
+    ) - sum(workload_gpus(running[k]) for k in replaced if k is not None)
     preempted_gpus = sum(workload_gpus(running[k]) for k in evicted)
     before = sum(workload_gpus(w) for w in running.values())
 
@@ -202,8 +205,9 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
         w = pending.get(a.workload)
         if w is not None:
             tiers[w.priority] += sum(pod_set_gpus(p) for p in a.pod_set_assignments)
-    for k in evicted:
-        tiers[running[k].priority] -= workload_gpus(running[k])
+    for k in evicted | replaced:
+        if k is not None:
+            tiers[running[k].priority] -= workload_gpus(running[k])
 
     used, unplaced = node_usage(snapshot, plan, held)
     capacity = capacity_gpus(snapshot)
@@ -279,6 +283,7 @@ def node_usage(
     used: NodeUsage = {n: dict(u) for n, u in snapshot.pod_usage_by_node.items()}
     unplaced = 0
     evicted = {p.workload for p in plan.preemptions}
+    evicted |= {a.replaces for a in plan.admissions if a.replaces}
     for w in snapshot.running:
         if w.key in evicted or w.admission is None:
             continue

@@ -41,7 +41,7 @@ MORE = Path(__file__).resolve().parent / "data" / "kueue-cases-more"
 """Kueue cases transcribed inside the repository (issue 22): same layout and
 provenance as ../shared/kueue-cases, present in every checkout."""
 
-EXPECTED_MORE: dict[str, int] = {"afs": 8, "fairsharing": 6, "tas": 3}
+EXPECTED_MORE: dict[str, int] = {"afs": 8, "fairsharing": 6, "slices": 2, "tas": 3}
 """Cases per group of :data:`MORE`; a group may grow, never shrink unnoticed."""
 
 
@@ -76,7 +76,9 @@ def expected_plan(case: Path, snapshot: Snapshot) -> Plan:
     the queue's single TAS flavor, missing counts are the spec count, and
     resourceUsage is per-pod requests x count (plus ``pods`` when the queue
     covers it), as Kueue writes it.  Each preempted workload is attributed
-    to a pending workload (see :func:`_preemptor`).
+    to a pending workload (see :func:`_preemptor`).  An elastic slice's
+    admission replaces its running slice (``replaces``, else the instance's
+    link): Kueue finishes the old slice on admission.
     """
     expected = load_expected(case)
     admitted: dict[str, Any] = expected.get("admitted") or {}
@@ -109,8 +111,12 @@ def _admission(snapshot: Snapshot, key: str, spec: dict[str, Any]) -> PlanAdmiss
     cq = snapshot.cluster_queues[cq_name]
     by_name = {p["name"]: p for p in spec.get("podSetAssignments") or []}
     psas = [_pod_set(snapshot, cq, ps, by_name.get(ps.name, {})) for ps in w.pod_sets]
+    old = snapshot.replaced_slice(w)
     return PlanAdmission(
-        workload=key, cluster_queue=cq_name, pod_set_assignments=tuple(psas)
+        workload=key,
+        cluster_queue=cq_name,
+        pod_set_assignments=tuple(psas),
+        replaces=spec.get("replaces") or (old.key if old is not None else None),
     )
 
 

@@ -29,7 +29,7 @@ from placewise.adapters.io.convert.kueue import (
 )
 from placewise.adapters.io.convert.workload import decode_workload
 from placewise.adapters.io.documents import documents, objects, read_text
-from placewise.models.cluster import KUEUE_GROUP, FairSharing
+from placewise.models.cluster import KUEUE_GROUP, FairSharing, ResourceGroup
 from placewise.models.errors import InstanceError, Location, Problem, describe
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot
 
@@ -314,6 +314,8 @@ def decode_objects(
         tables[table][key] = value
         if kind == "Workload":
             warnings.extend(_unmodelled_status(ctx, raw.obj))
+        if kind in ("ClusterQueue", "Cohort"):
+            warnings.extend(_repeated_resources(ctx, value.resource_groups))
     if unknown:
         kinds = ", ".join(
             f"{k} x{n}" if n > 1 else k for k, n in sorted(unknown.items())
@@ -345,6 +347,36 @@ def _unmodelled_status(ctx: Ctx, obj: Mapping[str, Any]) -> list[Problem]:
             "workload's quota usage counts in full",
         )
     ]
+
+
+def _repeated_resources(ctx: Ctx, groups: Iterable[ResourceGroup]) -> list[Problem]:
+    """A resource covered by two resource groups: Kueue's webhook rejects
+    the object, so no real cluster holds it; placewise reads it as Kueue's
+    scheduler would (the first group serves the resource, see
+    ``ClusterQueue.group_of``) and says so, naming the later listing."""
+    out: list[Problem] = []
+    first: dict[str, int] = {}
+    for g, group in enumerate(groups):
+        for r in group.covered_resources:
+            if r not in first:
+                first[r] = g
+                continue
+            out.append(
+                Problem(
+                    Location(
+                        file=ctx.file,
+                        kind=ctx.kind,
+                        namespace=ctx.namespace,
+                        name=ctx.name,
+                        field=f"spec.resourceGroups[{g}].coveredResources",
+                        line=ctx.line,
+                    ),
+                    f"resource {r} is already covered by resourceGroups"
+                    f"[{first[r]}] (Kueue's webhook rejects this); the first "
+                    "group serves it, as in Kueue's scheduler",
+                )
+            )
+    return out
 
 
 def _configuration(

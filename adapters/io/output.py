@@ -86,13 +86,15 @@ def render_table(
     ):
         adm.add_column(col)
     for a in plan.admissions:
+        # An elastic slice names the running slice it finishes.
+        name = f"{a.workload} (replaces {a.replaces})" if a.replaces else a.workload
         for i, p in enumerate(a.pod_set_assignments):
             flavors = ", ".join(sorted(set(p.flavors.values())))
             usage = ", ".join(
                 f"{r}={format_units(r, v)}" for r, v in sorted(p.resource_usage.items())
             )
             adm.add_row(
-                a.workload if i == 0 else "",
+                name if i == 0 else "",
                 a.cluster_queue if i == 0 else "",
                 p.name,
                 str(p.count),

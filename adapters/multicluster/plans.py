@@ -82,6 +82,7 @@ def user_plan(snapshot: MultiSnapshot, plan: Plan) -> Plan:
                 cluster=cluster,
                 cluster_queue=split_name(a.cluster_queue)[1],
                 pod_set_assignments=tuple(_psa(p) for p in a.pod_set_assignments),
+                replaces=split_key(a.replaces)[1] if a.replaces else None,
             )
         )
     preemptions = [

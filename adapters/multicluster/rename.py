@@ -211,6 +211,7 @@ class Renamer:
                 "admission": None
                 if w.admission is None
                 else self.admission(w.admission),
+                "replaces": None if w.replaces is None else self.key(w.replaces),
             }
         )
 

@@ -340,6 +340,43 @@ class KueueAdmitter:
             action="Admitted",
         )
         log.info("admitted workload %s in ClusterQueue %s", adm.workload, cq)
+        if adm.replaces:
+            self._finish_replaced(adm.replaces, updated)
+
+    def _finish_replaced(self, key: str, successor: JSON) -> None:
+        """Kueue's scheduler finishes the slice an admitted elastic slice
+        replaces (``replaceWorkloadSlice``): the job keeps its pods, the old
+        Workload stops holding quota; not an eviction."""
+        uid = gangmod.meta(successor).get("uid", "")
+        message = (
+            f"Replaced to accommodate a workload (UID: {uid}, JobUID: ) due to "
+            "workload slice aggregation"
+        )
+
+        def build(wl: JSON) -> JSON | None:
+            conds = list((wl.get("status") or {}).get("conditions") or [])
+            done = _condition(conds, "Finished")
+            if done is not None and done.get("status") == "True":
+                return None
+            conds = set_condition(
+                conds,
+                {
+                    "type": "Finished",
+                    "status": "True",
+                    "reason": "WorkloadSliceReplaced",
+                    "message": message,
+                    "lastTransitionTime": rfc3339(),
+                    **_gen(gangmod.meta(wl).get("generation")),
+                },
+            )
+            return {"conditions": conds}
+
+        updated = self._write(key, build)
+        if updated is not None:
+            self.events.event(
+                updated, "WorkloadSliceReplaced", message, action="Replaced"
+            )
+            log.info("finished workload slice %s (replaced)", key)
 
     def _pending(self, key: str, reason: str) -> None:
         def build(wl: JSON) -> JSON | None:

@@ -21,6 +21,7 @@ from placewise.models.validate import (
     podsets,
     preemption,
     quota,
+    slices,
     topology,
 )
 from placewise.models.validate.context import Context, Violation
@@ -65,6 +66,13 @@ RULES: dict[str, str] = {
     "topology.slices": "a slice-level domain holding a partial slice",
     "capacity.node": "a node over allocatable after the plan",
     "capacity.domain": "a pooled (non-hostname) leaf over allocatable",
+    "slice.not-replaced": "a scale-up slice admitted beside the running slice it "
+    "replaces",
+    "slice.replaces": "replaces a workload that is not the admission's running "
+    "slice, or one the plan also preempts or replaces twice",
+    "slice.flavor": "a scale-up slice moves a resource off its old slice's flavor",
+    "slice.pods-moved": "a scale-up slice drops pods or topology domains its old "
+    "slice placed",
     "preemption.policy": "the preemptor's queue policy forbids this victim",
     "preemption.protected": "a victim the caller marked not preemptible",
     "preemption.scope": "a victim outside the preemptor's cohort tree, in an "
@@ -88,6 +96,7 @@ RULE_FAMILIES: tuple[tuple[str, Callable[[Context], list[Violation]]], ...] = (
     ("quota", quota.check),
     ("topology", topology.check),
     ("capacity", capacity.check),
+    ("slice", slices.check),
     ("preemption", preemption.check),
 )
 """Rule families in report order: structure first, then resources, then policy."""

@@ -63,6 +63,28 @@ class Admitted:
     def key(self) -> str:
         return self.workload.key
 
+    def group_of(self, ps: PodSet, resource: str) -> int | None:
+        """The queue's resource group serving ``resource`` for ``ps``.
+
+        Kueue assigns flavors per pod-set group (``podSetGroupName``), so
+        the rule (``ClusterQueue.serving_groups``) runs over everything the
+        group requests; a resource it does not request (a zero request given
+        a flavor anyway) falls back to its first group."""
+        cq = self.cluster_queue
+        if cq is None:
+            return None
+        group = ps.topology.group
+        mates = [
+            p
+            for p in self.workload.pod_sets
+            if p is ps or (group and p.topology.group == group)
+        ]
+        wanted = {r for p in mates for r, v in p.requests.items() if v}
+        if cq.group_of(PODS) is not None:
+            wanted.add(PODS)
+        serving = cq.serving_groups(wanted)
+        return serving[resource] if resource in serving else cq.group_of(resource)
+
     def pairs(self) -> Iterator[tuple[PodSet, PodSetAssignment]]:
         """Pod sets with their assignment, matched by name (first match)."""
         seen: set[str] = set()
@@ -83,6 +105,11 @@ class Context:
     """First admission of each pending workload, in plan order."""
     victims: dict[str, tuple[Workload, PlanPreemption]] = field(default_factory=dict)
     """Running workloads the plan evicts (first preemption of each)."""
+    replaced: dict[str, tuple[Workload, Admitted]] = field(default_factory=dict)
+    """Running workload slices the plan finishes, each by the admission of
+    the elastic slice that replaces it (``PlanAdmission.replaces``, where the
+    link holds and the old slice is no victim): their quota and capacity
+    pass to that admission, which is no preemption."""
 
     def __post_init__(self) -> None:
         pending = {w.key: w for w in self.snap.pending}
@@ -101,11 +128,24 @@ class Context:
             victim = running.get(pre.workload)
             if victim is not None and pre.workload not in self.victims:
                 self.victims[pre.workload] = (victim, pre)
+        for adm in self.admitted:
+            old = self.snap.replaced_slice(adm.workload)
+            if (
+                old is not None
+                and adm.entry.replaces == old.key
+                and old.key not in self.victims
+                and old.key not in self.replaced
+            ):
+                self.replaced[old.key] = (old, adm)
 
     @cached_property
     def remaining(self) -> list[Workload]:
         """Running workloads still holding quota and capacity after the plan."""
-        return [w for w in self.snap.running if w.key not in self.victims]
+        return [
+            w
+            for w in self.snap.running
+            if w.key not in self.victims and w.key not in self.replaced
+        ]
 
     @cached_property
     def domains(self) -> DomainIndex:

@@ -59,7 +59,7 @@ def _resources(
                 )
             )
     for r, flavor in sorted(psa.flavors.items()):
-        group = cq.group_of(r)
+        group = adm.group_of(ps, r)
         if group is None:
             if r not in needed:
                 out.append(
@@ -99,7 +99,7 @@ def _groups(
     """Kueue picks one flavor for all covered resources of a group."""
     by_group: dict[int, dict[str, list[str]]] = {}
     for r, flavor in sorted(psa.flavors.items()):
-        group = cq.group_of(r)
+        group = adm.group_of(ps, r)
         if group is not None:
             by_group.setdefault(group, {}).setdefault(flavor, []).append(r)
     out = []
@@ -174,11 +174,12 @@ def _tas(
         )
     for r, name in sorted(psa.flavors.items()):
         f = ctx.flavor(name)
-        group = cq.group_of(r)
+        group = adm.group_of(ps, r)
         if f is None or f.is_tas or group is None:
             continue
         covered = cq.resource_groups[group].covered_resources
-        if any(ps.requests.get(c, 0) > 0 or c == PODS for c in covered):
+        served = [c for c in covered if adm.group_of(ps, c) == group]
+        if any(ps.requests.get(c, 0) > 0 or c == PODS for c in served):
             out.append(
                 Violation(
                     "eligibility.tas",

@@ -187,12 +187,12 @@ class FairRule:
         for ps in w.pod_sets:
             count = ps.min_count or ps.count
             for r, v in self.ctx.expected_usage(cq, ps, count).items():
-                group = cq.group_of(r)
-                flavors = (
-                    [f.name for f in cq.resource_groups[group].flavors]
-                    if group is not None
-                    else []
-                )
+                flavors = [
+                    f.name
+                    for g in cq.resource_groups
+                    if r in g.covered_resources
+                    for f in g.flavors
+                ]
                 f = next((f for f in flavors if (f, r) in used), None)
                 if f is not None:
                     out[(f, r)] = out.get((f, r), 0) + v

@@ -212,16 +212,18 @@ def admitted_usage(adm: Admitted) -> dict[FlavorResource, int]:
 
     Flavor-resources the queue does not offer are left out: they are
     reported as ``eligibility.flavor-not-in-queue`` and would only repeat
-    that mistake here as a quota overrun.
+    that mistake here as a quota overrun.  Any group covering the resource
+    counts as offering it here; which group must serve it is eligibility's
+    question (a resource two groups list, ``ClusterQueue.serving_groups``).
     """
     cq = adm.cluster_queue
     if cq is None:
         return {}
     out = {}
     for (flavor, r), v in assignment_usage(adm.entry.pod_set_assignments).items():
-        group = cq.group_of(r)
-        if group is not None and any(
-            fq.name == flavor for fq in cq.resource_groups[group].flavors
+        if any(
+            r in g.covered_resources and any(fq.name == flavor for fq in g.flavors)
+            for g in cq.resource_groups
         ):
             out[(flavor, r)] = v
     return out
@@ -233,9 +235,11 @@ def final_usage(
     """Running minus victims plus the plan's admissions, per queue.
 
     ``keep_victims`` gives the peak instead: everything a queue holds at
-    some point while the plan is carried out.
+    some point while the plan is carried out.  A replaced workload slice
+    never counts: its successor's admission holds its quota.
     """
-    acc = running_usage(ctx.snap.running if keep_victims else ctx.remaining)
+    held = [w for w in ctx.snap.running if w.key not in ctx.replaced]
+    acc = running_usage(held if keep_victims else ctx.remaining)
     for adm in ctx.admitted:
         if adm.cluster_queue is not None:
             add_usage(acc, adm.cluster_queue.name, admitted_usage(adm))

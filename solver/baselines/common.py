@@ -84,6 +84,9 @@ class BaselineScheduler(ABC):
         blocked_strict: dict[str, str] = {}
         for w in sorted(self.snap.pending, key=queue_order):
             why = self.snap.blocked_reason(w)
+            if why is None and self.snap.replaced_slice(w) is not None:
+                # Growing a running job in place is Kueue's, not kube's.
+                why = "elastic workload slice: the baselines do not replace slices"
             if why is not None:
                 self.reasons[w.key] = why
                 continue
@@ -142,6 +145,17 @@ class BaselineScheduler(ABC):
             out.append(PODS)
         return out
 
+    def serving(self, cq: ClusterQueue, w: Workload, ps: PodSet) -> dict[str, int]:
+        """Resource -> resource group for ``ps``: the queue's rule
+        (``ClusterQueue.serving_groups``) over what its pod-set group needs,
+        as the validator reads it."""
+        mates = [
+            p
+            for p in w.pod_sets
+            if p is ps or (ps.topology.group and p.topology.group == ps.topology.group)
+        ]
+        return cq.serving_groups(r for p in mates for r in self.needed(cq, p))
+
     def usage_of(
         self,
         cq: ClusterQueue,
@@ -151,9 +165,9 @@ class BaselineScheduler(ABC):
     ) -> dict[FR, int]:
         out: dict[FR, int] = {}
         for ps, count in zip(w.pod_sets, counts, strict=True):
+            serving = self.serving(cq, w, ps)
             for r in self.needed(cq, ps):
-                group = cq.group_of(r)
-                assert group is not None
+                group = serving[r]
                 per_pod = 1 if r == PODS else ps.requests.get(r, 0)
                 fr = (flavors[group], r)
                 out[fr] = out.get(fr, 0) + per_pod * count
@@ -205,8 +219,9 @@ class BaselineScheduler(ABC):
         """
         groups: dict[int, list[PodSet]] = {}
         for ps in w.pod_sets:
+            serving = self.serving(cq, w, ps)
             for r in self.needed(cq, ps):
-                group = cq.group_of(r)
+                group = serving.get(r)
                 if group is None:
                     return [], f"resource {r} unavailable in ClusterQueue {cq.name}"
                 members = groups.setdefault(group, [])
@@ -220,7 +235,11 @@ class BaselineScheduler(ABC):
                 fq.name
                 for fq in rg.flavors
                 if flavor_rejection(
-                    self.snap, cq, fq.name, groups[group], rg.covered_resources
+                    self.snap,
+                    cq,
+                    fq.name,
+                    groups[group],
+                    [r for r in rg.covered_resources if cq.group_of(r) == group],
                 )
                 is None
             ]
@@ -290,8 +309,9 @@ class BaselineScheduler(ABC):
         self, cq: ClusterQueue, ps: PodSet, flavors: Mapping[int, str]
     ) -> list[str]:
         out: set[str] = set()
+        serving = cq.serving_groups(self.needed(cq, ps))
         for r in self.needed(cq, ps):
-            group = cq.group_of(r)
+            group = serving.get(r)
             if group is None:
                 continue
             f = self.snap.flavors.get(flavors[group])
@@ -459,10 +479,9 @@ class BaselineScheduler(ABC):
         for ps, placed in zip(w.pod_sets, placement.pod_sets, strict=True):
             flavors: dict[str, str] = {}
             resource_usage: dict[str, int] = {}
+            serving = self.serving(cq, w, ps)
             for r in self.needed(cq, ps):
-                group = cq.group_of(r)
-                assert group is not None
-                flavors[r] = choice.flavors[group]
+                flavors[r] = choice.flavors[serving[r]]
                 per_pod = 1 if r == PODS else ps.requests.get(r, 0)
                 resource_usage[r] = per_pod * placed.count
             psas.append(

@@ -107,7 +107,7 @@ class Constraints:
         for pd in self.data.pod_sets:
             cq = self.data.workloads[pd.wl].cq
             for (rg, f), u in self.v.pod_sets[pd.idx].u.items():
-                covered = cq.resource_groups[rg].covered_resources
+                covered = self.data.groups[pd.group].serves[rg]
                 for r, q in pd.requests.items():
                     if r in covered and q:
                         self.usage_terms[(cq.name, (f, r))].append((q, u))
@@ -322,14 +322,10 @@ class Constraints:
 
     def _uses(self, w: int, frs: frozenset[FR]) -> list[cp_model.IntVar]:
         """Flavor choices of ``w`` that put it on one of ``frs``."""
-        wd = self.data.workloads[w]
         return [
             x
-            for (_g, rg, f), x in self.v.workloads[w].flavor.items()
-            if any(
-                fr[0] == f and fr[1] in wd.cq.resource_groups[rg].covered_resources
-                for fr in frs
-            )
+            for (g, rg, f), x in self.v.workloads[w].flavor.items()
+            if any(fr[0] == f and fr[1] in self.data.groups[g].serves[rg] for fr in frs)
         ]
 
     def _takes_while_borrowing(self, w: int, cq: str, fr: FR) -> cp_model.IntVar:

@@ -65,7 +65,7 @@ def decisions_from_plan(
         for gd_idx in wd.groups:
             gd = data.groups[gd_idx]
             for rg, flavors in gd.flavors.items():
-                covered = wd.cq.resource_groups[rg].covered_resources
+                covered = gd.serves[rg]
                 chosen = None
                 for p in gd.pod_sets:
                     psa = psas.get(data.pod_sets[p].ps.name)
@@ -90,7 +90,7 @@ def decisions_from_plan(
             elif psa is not None and count != pd.count:
                 return None
             for (rg, f), u in var.u.items():
-                covered = wd.cq.resource_groups[rg].covered_resources
+                covered = data.groups[pd.group].serves[rg]
                 chosen = next(
                     (
                         fl
@@ -129,11 +129,10 @@ def pod_set_assignment(
 ) -> PodSetAssignment:
     """Kueue's podSetAssignment for ``n`` pods of ``pd`` under the chosen
     flavor per resource group, placed on ``leaves`` (flavor, leaf -> pods)."""
-    cq = data.workloads[pd.wl].cq
     flavors: dict[str, str] = {}
     for rg, f in chosen.items():
         for r in sorted(pd.requests):
-            if r in cq.resource_groups[rg].covered_resources:
+            if r in data.groups[pd.group].serves[rg]:
                 flavors[r] = f
     usage = {r: q * n for r, q in pd.requests.items() if r in flavors}
     if PODS in flavors:

@@ -44,9 +44,12 @@ def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelD
     admitted = {a.workload: a for a in warm.admissions}
     keep = [admitted[k] for k in sorted(data.unsupported) if k in admitted]
     if keep:
-        # Workloads the model cannot express keep the warm start's decision.
+        # Workloads the model cannot express keep the warm start's decision;
+        # the running slices kept elastic slices replace are gone with it.
         data = compile_problem(
-            snapshot, fixed={a.workload: admitted_info(snapshot, a) for a in keep}
+            snapshot,
+            fixed={a.workload: admitted_info(snapshot, a) for a in keep},
+            removed=frozenset(a.replaces for a in keep if a.replaces),
         )
         data.fixed_admissions = keep
     return data

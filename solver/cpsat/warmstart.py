@@ -445,7 +445,7 @@ def group_usage(
     usage: dict[FR, int] = defaultdict(int)
     for pd in members:
         for rg, f in chosen.items():
-            covered = wd.cq.resource_groups[rg].covered_resources
+            covered = data.groups[pd.group].serves[rg]
             for r, q in pd.requests.items():
                 if r in covered and q:
                     usage[(f, r)] += q * pd.count

@@ -26,6 +26,7 @@ from placewise.solver.greedy.modes import (
     is_preferred,
     should_try_next,
 )
+from placewise.solver.greedy.slices import Kept, merged
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas, tas_only
 from placewise.solver.kueue.quota import FR
@@ -145,6 +146,9 @@ class FlavorAssigner:
         self.oracle = oracle
         self.pinned = pinned
         self.tas_only = tas_only(snapshot, self.cq)
+        self.kept: Kept = {}
+        """An elastic slice's running pods per pod set: they stay where they
+        are and only the growth is placed (:mod:`.slices`)."""
 
     # -- step 1: flavors per group ------------------------------------------
 
@@ -239,10 +243,7 @@ class FlavorAssigner:
             if self.pinned is not None and not any(
                 self.pinned.get(d.name, {}).get(res) == name for d in members
             ):
-                reasons.append(
-                    f"skipping flavor {name} as it is not found in the "
-                    f"nomination mapping for resource {res}"
-                )
+                reasons.append(self._pin_refusal(name, res, members))
                 continue
             why = self._eligible(name, members, group.covered_resources)
             if why is not None:
@@ -316,6 +317,20 @@ class FlavorAssigner:
             return mode, borrow_after, why
         return PreemptionMode.NO_FIT, borrow, why
 
+    def _pin_refusal(self, name: str, res: str, members: list[PodSetDraft]) -> str:
+        """Why a pinned search skips ``name``: an elastic slice keeps its old
+        slice's flavors (Kueue's words), a re-check its nominated ones."""
+        if self.snapshot.replaced_slice(self.wl.obj) is not None and self.pinned:
+            was = self.pinned.get(members[0].name, {}).get(res)
+            return (
+                f"could not assign {name} flavor since the original workload is "
+                f"assigned: {was}"
+            )
+        return (
+            f"skipping flavor {name} as it is not found in the "
+            f"nomination mapping for resource {res}"
+        )
+
     # -- step 2: topology ------------------------------------------------------
 
     def tas_requests(self, asg: Assignment) -> dict[str, list[list[TasPodSetRequest]]]:
@@ -327,6 +342,12 @@ class FlavorAssigner:
                 continue
             if d.topology is not None:
                 continue
+            count = d.count
+            if ps.name in self.kept:
+                count -= self.kept[ps.name][0]
+                if count <= 0:
+                    d.topology = self.kept[ps.name][1]
+                    continue
             tas = sorted(
                 {
                     p.flavor
@@ -344,7 +365,7 @@ class FlavorAssigner:
                 continue
             req = TasPodSetRequest(
                 name=ps.name,
-                count=d.count,
+                count=count,
                 requests=ps.requests,
                 topology=ps.topology,
                 placement=ps.placement,
@@ -364,6 +385,10 @@ class FlavorAssigner:
         for d in asg.pod_sets:
             if result.assignments and d.name in result.assignments:
                 d.topology = result.assignments[d.name]
+                if d.name in self.kept:
+                    d.topology = merged(self.kept[d.name][1], d.topology)
+                    if d.topology is None:
+                        d.error = "the replaced slice is placed on other levels"
         asg.tas_usage = self.tas_usage(asg)
 
     def tas_usage(self, asg: Assignment) -> list[TasUsage]:
@@ -381,6 +406,8 @@ class FlavorAssigner:
 
     def _place_tas(self, asg: Assignment) -> None:
         requests = self.tas_requests(asg)
+        if self.kept:
+            asg.tas_usage = self.tas_usage(asg)  # kept pods, placed or not
         if asg.mode() is Mode.FIT and requests:
             result = self.find_topology(requests)
             if result.assignments is None:

@@ -20,10 +20,15 @@ from enum import Enum
 
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSetAssignment
-from placewise.solver.greedy.flavors import Assignment, FlavorAssigner
-from placewise.solver.greedy.modes import Mode, PreemptionMode
+from placewise.solver.greedy.flavors import Assignment
+from placewise.solver.greedy.modes import Mode
+from placewise.solver.greedy.nomination import Nomination
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
+from placewise.solver.greedy.slices import (
+    old_slice,
+    unsupported,
+)
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.afs import AfsLedger, applies
 from placewise.solver.kueue.fairsharing import Contender, tournament
@@ -51,6 +56,8 @@ class Entry:
     message: str = ""
     refused: list[str] = field(default_factory=list)
     """Why fair sharing refused the victims it considered, if it did."""
+    old: WlInfo | None = None
+    """The running slice this elastic slice replaces (:mod:`.slices`)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +71,8 @@ class Outcome:
     """victim -> (preemptor, reason)."""
     reasons: dict[str, str] = field(default_factory=dict)
     cycles: int = 0
+    replaced: dict[str, str] = field(default_factory=dict)
+    """admitted elastic slice -> the running slice it replaced."""
 
 
 def _classical_key(e: Entry) -> tuple[object, ...]:
@@ -83,7 +92,7 @@ Signature = tuple[
 """The state the next cycles are a function of (see ``_signature``)."""
 
 
-class GreedyScheduler:
+class GreedyScheduler(Nomination):
     def __init__(self, snapshot: Snapshot, hold_room: bool = True) -> None:
         self.snapshot = snapshot
         self.hold_room = hold_room
@@ -112,7 +121,7 @@ class GreedyScheduler:
                 self.queues[name] = PendingQueue(cq, ledger if usage_based else None)
         for w in snapshot.pending:
             cq_name = snapshot.cluster_queue_of(w)
-            reason = snapshot.blocked_reason(w)
+            reason = snapshot.blocked_reason(w) or unsupported(snapshot, w)
             if cq_name in self.queues and (
                 reason is None or reason.startswith(("namespace", "pod set"))
             ):
@@ -194,7 +203,10 @@ class GreedyScheduler:
                 assignment.forced = Mode.FIT
             else:
                 assignment, targets = self.get_assignments(info)
-            entries.append(Entry(info, assignment, targets, refused=self._refused))
+            old = old_slice(self.snapshot, self.state, info)
+            entries.append(
+                Entry(info, assignment, targets, refused=self._refused, old=old)
+            )
         entries.sort(key=_classical_key)
         preempted: dict[str, WlInfo] = {}
         ordered = self._fair_order(entries) if self.fair else iter(entries)
@@ -235,7 +247,12 @@ class GreedyScheduler:
                 # Admitted earlier in this run, evicted now: Kueue requeues
                 # it (keeping its creation time); for the plan it is pending.
                 del self.outcome.admitted[info.key]
-                self.outcome.preempted.pop(info.key, None)
+                by = self.outcome.preempted.pop(info.key, None)
+                old = self.outcome.replaced.pop(info.key, None)
+                if old is not None and by is not None:
+                    # The slice it replaced is finished: for the plan, that
+                    # running slice is what the eviction takes.
+                    self.outcome.preempted[old] = by
                 self.queues[info.cq].push(WlInfo(obj=info.obj, cq=info.cq))
         for name, queue in self.queues.items():
             if self.state.quota.root(name).id in roots:
@@ -259,7 +276,7 @@ class GreedyScheduler:
                 contenders = {
                     cq: Contender(
                         cq,
-                        e.assignment.quota_usage(),
+                        self._net(e),
                         e.info.priority,
                         e.info.queue_ts.timestamp(),
                     )
@@ -272,118 +289,13 @@ class GreedyScheduler:
             del remaining[pick.info.cq]
             yield pick
 
-    # -- nomination --------------------------------------------------------------
-
-    def _oracle(self, wl: WlInfo, fr: FR, val: int) -> tuple[PreemptionMode, int]:
-        targets = self.preemptor.get_targets(wl, {fr: val}, frozenset({fr}))
-        quota = self.state.quota
-        if not targets:
-            return PreemptionMode.NO_CANDIDATES, quota.lowest_fitting_subtree(
-                wl.cq, fr, val
-            )[0]
-        undo = self.state.simulate_removal(t.info for t in targets)
-        borrow = quota.lowest_fitting_subtree(wl.cq, fr, val)[0]
-        undo()
-        if any(t.info.cq == wl.cq for t in targets):
-            return PreemptionMode.PREEMPT, borrow
-        return PreemptionMode.RECLAIM, borrow
-
-    def assigner(
-        self, info: WlInfo, pinned: dict[str, dict[str, str]] | None = None
-    ) -> FlavorAssigner:
-        return FlavorAssigner(info, self.snapshot, self.state, self._oracle, pinned)
-
-    def _targets(self, fa: FlavorAssigner, asg: Assignment) -> list[Target]:
-        requests = fa.tas_requests(asg)
-
-        def tas_fits() -> frozenset[str] | None:
-            found = fa.state.tas.find_workload_assignments(requests, quiet=True)
-            if found.assignments is None:
-                return None
-            return frozenset(
-                d.values[-1]
-                for ta in found.assignments.values()
-                for d in ta.domains
-                if d.values
-            )
-
-        return self.preemptor.get_targets(
-            fa.wl,
-            asg.quota_usage(),
-            asg.frs_need_preemption(),
-            tas_fits if requests else None,
-        )
-
-    def get_assignments(
-        self, info: WlInfo, pinned: dict[str, dict[str, str]] | None = None
-    ) -> tuple[Assignment, list[Target]]:
-        fa = self.assigner(info, pinned)
-        asg, targets = self._initial(fa)
-        if asg.mode() is Mode.PREEMPT and (
-            any(ps.topology.requests_tas for ps in info.obj.pod_sets) or fa.tas_only
-        ):
-            requests = fa.tas_requests(asg)
-            if targets:
-                undo = self.state.simulate_removal(t.info for t in targets)
-                result = fa.find_topology(requests)
-                undo()
-            else:
-                result = fa.find_topology(requests, empty=True)
-            fa.apply_topology(asg, result)
-        return asg, targets
-
-    def _initial(self, fa: FlavorAssigner) -> tuple[Assignment, list[Target]]:
-        full = fa.assign()
-        mode = full.mode()
-        if mode is Mode.FIT:
-            return full, []
-        if mode is Mode.PREEMPT:
-            targets = self._targets(fa, full)
-            self._refused = list(self.preemptor.blocked)
-            if targets:
-                return full, targets
-        pod_sets = fa.wl.obj.pod_sets
-        deltas = [p.count - (p.min_count or p.count) for p in pod_sets]
-        total = sum(deltas)
-        if total == 0:
-            return full, []
-        found: dict[int, tuple[Assignment, list[Target]]] = {}
-
-        def ok(i: int) -> bool:
-            counts = [
-                p.count - (d * i) // total
-                for p, d in zip(pod_sets, deltas, strict=True)
-            ]
-            asg = fa.assign(counts)
-            m = asg.mode()
-            if m is Mode.FIT:
-                found[i] = (asg, [])
-                return True
-            if m is Mode.PREEMPT:
-                t = self._targets(fa, asg)
-                if t:
-                    found[i] = (asg, t)
-                    return True
-            return False
-
-        lo, hi = 0, total + 1
-        last_good = 0
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if ok(mid):
-                last_good = mid
-                hi = mid
-            else:
-                lo = mid + 1
-        if lo == last_good and lo in found:
-            return found[lo]
-        return full, []
-
     # -- processing ----------------------------------------------------------------
 
     def _fits(self, e: Entry, preempted: dict[str, WlInfo]) -> tuple[bool, bool]:
         """(quota fits, TAS fits) with earlier victims and own targets removed."""
         victims = {**preempted, **{t.info.key: t.info for t in e.targets}}
+        if e.old is not None:
+            victims[e.old.key] = e.old
         undo = self.state.simulate_removal(victims.values())
         try:
             quota = self.state.quota
@@ -400,6 +312,13 @@ class GreedyScheduler:
     def process(self, e: Entry, preempted: dict[str, WlInfo]) -> bool:
         if self._take_hold(e, preempted):
             return True
+        if e.old is not None and e.old.key in preempted:
+            # Kueue's old slice is the entry's first target: taken already.
+            e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
+            e.message = (
+                "Workload has overlapping preemption targets with another workload"
+            )
+            return False
         quota_ok, tas_ok = self._fits(e, preempted)
         overlap = any(t.info.key in preempted for t in e.targets)
         if overlap or (quota_ok and not tas_ok):
@@ -435,9 +354,7 @@ class GreedyScheduler:
                 "overlapping preemption targets with another workload; "
                 "fits after those preemptions complete"
             )
-            self._temp_usage(
-                e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage
-            )
+            self._temp_usage(e.info.cq, self._net(e), e.assignment.tas_usage)
             return False
         if any(t.info.key in preempted for t in e.targets):
             e.status, e.requeue = Status.SKIPPED, Requeue.FAILED_AFTER_NOMINATION
@@ -452,9 +369,7 @@ class GreedyScheduler:
         for t in e.targets:
             preempted[t.info.key] = t.info
         if mode is Mode.PREEMPT:
-            self._temp_usage(
-                e.info.cq, e.assignment.quota_usage(), e.assignment.tas_usage
-            )
+            self._temp_usage(e.info.cq, self._net(e), e.assignment.tas_usage)
             e.status, e.requeue = Status.PREEMPTING, Requeue.PENDING_PREEMPTION
             names = ", ".join(sorted(t.info.key for t in e.targets))
             e.message = f"waiting for the preemption of {names}"
@@ -489,6 +404,15 @@ class GreedyScheduler:
         e.assignment, e.targets = self.get_assignments(e.info)
         return False
 
+    def _net(self, e: Entry) -> dict[FR, int]:
+        """What the entry adds to its queue's usage: for an elastic slice only
+        the growth over the slice it replaces (Kueue's ``Assignment.Usage``)."""
+        usage = e.assignment.quota_usage()
+        if e.old is None:
+            return usage
+        grown = {fr: v - e.old.usage.get(fr, 0) for fr, v in usage.items()}
+        return {fr: v for fr, v in grown.items() if v > 0}
+
     def _temp_usage(self, cq: str, usage: dict[FR, int], tas: list[TasUsage]) -> None:
         self.state.add_usage(cq, usage, tas)
         self._temp.append((cq, usage, list(tas)))
@@ -498,7 +422,7 @@ class GreedyScheduler:
         quota = self.state.quota
         node = quota.node(e.info.cq)
         reserve = {}
-        for fr, u in e.assignment.quota_usage().items():
+        for fr, u in self._net(e).items():
             nominal, used = node.nominal.get(fr, 0), node.usage.get(fr, 0)
             if e.assignment.borrowing > 0:
                 limit = node.borrowing_limit.get(fr)
@@ -510,6 +434,10 @@ class GreedyScheduler:
 
     def _admit(self, e: Entry) -> None:
         e.status = Status.ASSUMED
+        if e.old is not None:
+            # Finished, not evicted: the new slice's usage takes its place.
+            self.state.remove(e.old)
+            self.outcome.replaced[e.info.key] = e.old.key
         psas = tuple(
             PodSetAssignment(
                 name=d.name,

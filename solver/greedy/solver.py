@@ -27,7 +27,12 @@ def outcome_to_plan(
     snapshot: Snapshot, outcome: Outcome, name: str, wall: float
 ) -> Plan:
     admissions = tuple(
-        PlanAdmission(workload=key, cluster_queue=cq, pod_set_assignments=psas)
+        PlanAdmission(
+            workload=key,
+            cluster_queue=cq,
+            pod_set_assignments=psas,
+            replaces=outcome.replaced.get(key),
+        )
         for key, (cq, psas) in sorted(outcome.admitted.items())
     )
     preemptions = tuple(

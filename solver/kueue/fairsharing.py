@@ -327,8 +327,9 @@ def _pending_usage(
         requests = {r: v * count for r, v in ps.requests.items() if v > 0}
         if queue.group_of(PODS) is not None and count > 0:
             requests[PODS] = count
+        serving = queue.serving_groups(requests)
         for r, v in requests.items():
-            group = queue.group_of(r)
+            group = serving.get(r)
             if group is None:
                 continue
             for fq in queue.resource_groups[group].flavors:

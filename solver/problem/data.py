@@ -90,6 +90,10 @@ class GroupData:
     pod_sets: list[int]
     flavors: dict[int, list[str]]
     """resource group index -> eligible flavors (in the queue's order)."""
+    serves: dict[int, frozenset[str]] = field(default_factory=dict)
+    """resource group index -> the requested resources it serves
+    (``ClusterQueue.serving_groups``: a resource two groups list is served
+    by one, so no usage counts twice)."""
 
 
 @dataclass(slots=True)
@@ -141,6 +145,12 @@ class ModelData:
     inadmissible: set[str] = field(default_factory=set)
     """Of ``unsupported``, the workloads Kueue's own rules never admit (no
     flavor covers a resource, or none is eligible): no bound counts them."""
+
+
+SLICE = (
+    "elastic workload slice: its quota is the growth over the running slice it "
+    "replaces, which the model does not express (the warm start decides)"
+)
 
 
 def outside_demand(
@@ -263,6 +273,9 @@ def compile_data(
         cq_name = snap.cluster_queue_of(w)
         if cq_name is None or snap.blocked_reason(w) is not None:
             continue
+        if snap.replaced_slice(w) is not None:
+            data.unsupported[w.key] = SLICE
+            continue
         _add_workload(data, w, snap.cluster_queues[cq_name])
     _add_chains(data)
     return data
@@ -302,19 +315,22 @@ def _add_workload(data: ModelData, w: Workload, cq: ClusterQueue) -> None:
         requested = {r for ps in members for r, v in ps.requests.items() if v}
         if covers_pods:
             requested.add(PODS)
+        serving = cq.serving_groups(requested)
+        for g in set(serving.values()):
+            gd.serves[g] = frozenset(r for r, h in serving.items() if h == g)
         for r in sorted(requested):
-            g = cq.group_of(r)
-            if g is None:
+            if r not in serving:
                 data.unsupported[w.key] = f"resource {r} unavailable in ClusterQueue"
                 data.inadmissible.add(w.key)
                 return
+            g = serving[r]
             if g in gd.flavors:
                 continue
             rg = cq.resource_groups[g]
             eligible = [
                 fq.name
                 for fq in rg.flavors
-                if flavor_rejection(snap, cq, fq.name, members, rg.covered_resources)
+                if flavor_rejection(snap, cq, fq.name, members, sorted(gd.serves[g]))
                 is None
                 and _slices_nest(snap, fq.name, members)
             ]
@@ -392,7 +408,7 @@ def candidate_frs(data: ModelData, wd: WorkloadData) -> set[FR]:
         gd = data.groups[g]
         rs = {r for p in gd.pod_sets for r in data.pod_sets[p].requests}
         for rg, flavors in gd.flavors.items():
-            covered = wd.cq.resource_groups[rg].covered_resources
+            covered = gd.serves[rg]
             out.update((f, r) for f in flavors for r in rs if r in covered)
     return out
 

@@ -108,13 +108,15 @@ def workload(annotations: str) -> str:
     )
 
 
-def test_elastic_slices_are_warned() -> None:
-    """Default-on Kueue behaviour placewise does not reproduce is never silent."""
+def test_elastic_slice_link_is_read() -> None:
+    """The annotation is the slice's link (``Workload.replaces``); one that
+    names no running slice is said so: the slice is scheduled on its own."""
     snap = snapshot_from_text(
         workload("kueue.x-k8s.io/workload-slice-replacement-for: default/old")
     )
+    assert snap.workloads["default/w"].replaces == "default/old"
     (warning,) = [str(w) for w in snap.warnings if "Workload default/w" in str(w)]
-    assert "elastic workload slice" in warning
+    assert "replaces 'default/old', which is not running" in warning
 
 
 @pytest.mark.parametrize(

@@ -46,16 +46,6 @@ XFAIL: dict[str, str] = {
         "greedy) find no fit.  With the Go test's literal policy the greedy takes "
         "a1, b1 and c1 (tests/solver/greedy/test_fair_more.py)"
     ),
-    "more/fairsharing/with-fair-sharing-nominal-first-ordering-admits-workload-"
-    "fitting-within-nominal-despite-h": (
-        "fs-nom-a lists cpu in two resource groups (Kueue's webhook forbids it, its "
-        "tests do not): Kueue's flavor assigner takes the first (on-demand), so "
-        "nom-wl fits within nominal and wins the tournament; the models map cpu "
-        "to the last group (spot), for the greedy, the optimizer and the validator "
-        "alike, so the greedy tries spot and admits borrow-wl.  A greedy-only fix "
-        "makes plans the validator rejects; it needs the flavor-aware rule in "
-        "models/validate and solver/cpsat too (tests/solver/greedy/test_fair_more.py)"
-    ),
     "more/afs/admits-workload-when-another-lq-is-deleted": _DELETED_LQ,
     "more/afs/admits-workload-even-if-its-localqueue-was-deleted": _DELETED_LQ,
 }
@@ -172,6 +162,8 @@ def compare(expected: dict[str, Any], plan: Plan) -> list[str]:
                 continue
             if want.get("clusterQueue") and want["clusterQueue"] != got.cluster_queue:
                 diffs.append(f"{key}: clusterQueue {got.cluster_queue}")
+            if "replaces" in want and want["replaces"] != got.replaces:
+                diffs.append(f"{key}: replaces {got.replaces} != {want['replaces']}")
             by_name = {p.name: p for p in got.pod_set_assignments}
             for wps in want.get("podSetAssignments") or []:
                 gps = by_name.get(wps["name"])

@@ -79,7 +79,7 @@ def resource_groups(
         if covered is None:
             continue
         # Kueue's webhook forbids a resource in two groups, but its own tests
-        # do it; the cache then maps the resource to the last group.
+        # do it; its scheduler then takes the first group (the loader warns).
         flavors = []
         for f, fraw in enumerate(ctx.seq(raw, "flavors", f"{gpath}.flavors")):
             fpath = f"{gpath}.flavors[{f}]"

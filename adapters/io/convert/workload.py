@@ -16,6 +16,7 @@ from placewise.adapters.io.convert.core import is_true as condition_true
 from placewise.adapters.io.documents import parse_json
 from placewise.models.cluster import KUEUE_GROUP
 from placewise.models.errors import describe
+from placewise.models.snapshot import SLICE_REPLACEMENT_FOR
 from placewise.models.workload import (
     Admission,
     PodSet,
@@ -335,6 +336,7 @@ def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
     ):
         queue_ts = when("Evicted") or created
     adm_raw = status.get("admission")
+    annotations = string_map(ctx, meta, "annotations", "metadata.annotations")
     priority = ctx.integer(spec, "priority", "spec.priority")
     psets = pod_sets(ctx, spec)
     adm = admission(ctx, adm_raw) if isinstance(adm_raw, Mapping) else None
@@ -358,7 +360,8 @@ def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
         quota_reserved_at=when("QuotaReserved") if is_true("QuotaReserved") else None,
         evicted=is_true("Evicted"),
         labels=string_map(ctx, meta, "labels", "metadata.labels"),
-        annotations=string_map(ctx, meta, "annotations", "metadata.annotations"),
+        annotations=annotations,
+        replaces=annotations.get(SLICE_REPLACEMENT_FOR) or None,
     )
 
 

@@ -305,6 +305,67 @@ def test_preemption_marks_victim_evicted_and_admits_after_release(harness_factor
     )
 
 
+def test_elastic_slice_admitted_and_its_old_slice_finished(harness_factory):
+    """A running job scales up through a new slice: with 8 GPUs of quota the
+    slice (6 pods x 1 GPU) fits only because the running slice's 4 pass to
+    it; it is admitted keeping the old pods' hosts, and the old Workload is
+    finished (WorkloadSliceReplaced), not evicted."""
+    old = workload("old", 4, 1)
+    old["status"] = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {
+                    "name": "workers",
+                    "count": 4,
+                    "flavors": {"cpu": "tas", GPU: "tas"},
+                    "resourceUsage": {"cpu": "4", GPU: "4"},
+                    "topologyAssignment": {
+                        "levels": ["kubernetes.io/hostname"],
+                        "domains": [{"values": ["r1-h1"], "count": 4}],
+                    },
+                }
+            ],
+        },
+        "conditions": [
+            {
+                "type": "QuotaReserved",
+                "status": "True",
+                "reason": "QuotaReserved",
+                "message": "m",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            },
+            {
+                "type": "Admitted",
+                "status": "True",
+                "reason": "Admitted",
+                "message": "m",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            },
+        ],
+    }
+    grow = workload("grow", 6, 1)
+    grow["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/workload-slice-replacement-for": "ml/old"
+    }
+    h = harness_factory([*kueue_objects(gpu_quota=8), old])
+    h.sidecar(mode="kueue")
+    h.create(grow)
+    finished = wait_for(
+        lambda: (
+            condition(w := get_workload(h, "old"), "Finished").get("status") == "True"
+            and w
+        ),
+        what="old slice finished",
+    )
+    assert condition(finished, "Finished")["reason"] == "WorkloadSliceReplaced"
+    assert condition(finished, "Evicted").get("status") != "True"
+    admitted = get_workload(h, "grow")
+    assert condition(admitted, "Admitted").get("status") == "True"
+    placed = dict(decoded_domains(admitted))
+    assert placed.get(("r1-h1",), 0) >= 4 and sum(placed.values()) == 6
+
+
 def test_compress_roundtrips_through_the_loader():
     """compress() output decodes (loader's v1beta2 reader) to the same domains."""
     domains = [
