@@ -7,6 +7,7 @@ the :class:`placewise.models.snapshot.Snapshot` resolves references.
 
 from __future__ import annotations
 
+from datetime import datetime
 from fractions import Fraction
 from typing import Literal
 
@@ -202,6 +203,13 @@ class Pod(Frozen):
     requests: ResourceMap = {}
     phase: str = "Pending"
     tas_managed: bool = False
+    start_time: datetime | None = None
+    """``status.startTime``: when the kubelet started it."""
+    created: datetime | None = None
+    workload: str | None = None
+    """Name of its Kueue Workload (same namespace), when the pod names it:
+    annotation ``kueue.x-k8s.io/workload`` or its pod group's name."""
+    owner_uids: tuple[str, ...] = ()
 
     @property
     def consumes_node(self) -> bool:

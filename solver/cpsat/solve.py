@@ -11,14 +11,16 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
-from placewise.models.snapshot import Snapshot
+from placewise.models.snapshot import Snapshot, build_snapshot
 from placewise.solver.cpsat.ceiling import outside_gpus, relaxed_tiers
 from placewise.solver.cpsat.fairness import SCALE, SLACK
 from placewise.solver.cpsat.finish import explain, fill
 from placewise.solver.cpsat.model import CPModel, CpSatParams
+from placewise.solver.cpsat.objective import Stage, priced_vector
 from placewise.solver.cpsat.plan_io import fallback
 from placewise.solver.cpsat.stages import StageResult, run_stages
 from placewise.solver.cpsat.warmstart import best_fit
@@ -27,6 +29,7 @@ from placewise.solver.kueue.fairsharing import (
     final_state_violations,
     largest_weighted_share,
 )
+from placewise.solver.lost_work import lost_work
 from placewise.solver.policy import Policy, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 from placewise.solver.problem.layout import plan_domains, restrict
@@ -140,6 +143,7 @@ def solve_cpsat(
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, start, why)
+    snapshot = _leave_to_finish(snapshot, params.policy)
     data = compile_problem(snapshot)
     warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
     data = _keep_unsupported(snapshot, data, warm)
@@ -192,7 +196,7 @@ def solve_cpsat(
     plan = fill(data, searched)
     plan = _with_reasons(plan, explain(data, plan))
     pol = params.policy
-    if primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol):
+    if _worse(snapshot, plan, warm, model.stages, pol):
         return _fallback(warm, start, "the search ended below the warm start")
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:
         return _fallback(warm, start, "the plan shares the cohort less fairly")
@@ -258,6 +262,33 @@ def _large(
             )
         }
     )
+
+
+def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
+    """Running work known to end within the policy's finish window is not
+    preemptible in this solve: its room frees soon anyway, and evicting it
+    throws away nearly all of its run (:mod:`placewise.solver.lost_work`)."""
+    finishing = lost_work(snapshot, pol).finishing
+    if not finishing:
+        return snapshot
+    log.info("cpsat: %d running workload(s) left to finish", len(finishing))
+    objs = snapshot.objects
+    workloads = {
+        k: w.model_copy(update={"preemptible": False}) if k in finishing else w
+        for k, w in objs.workloads.items()
+    }
+    return build_snapshot(replace(objs, workloads=workloads, now=snapshot.now))
+
+
+def _worse(
+    snapshot: Snapshot, plan: Plan, warm: Plan, stages: list[Stage], pol: Policy
+) -> bool:
+    """Whether ``plan`` ranks below ``warm`` under the objective: GPUs per
+    tier, with victims' lost work priced as the model prices it."""
+    if any(st.costs for st in stages):
+        mine = priced_vector(snapshot, plan, stages, pol)
+        return mine < priced_vector(snapshot, warm, stages, pol)
+    return primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol)
 
 
 def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:
