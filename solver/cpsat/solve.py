@@ -36,6 +36,9 @@ from placewise.solver.problem.layout import plan_domains, restrict
 
 log = logging.getLogger("placewise.cpsat")
 
+UNPRICED_SHARE = 0.1
+"""Share of the time limit kept, when victims are priced, for the unpriced
+relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
 MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the warm start is returned)."""
 MARGIN = 0.5
@@ -178,7 +181,9 @@ def solve_cpsat(
         # start), whatever the tiers gain; the acceptance test below checks
         # the exact shares, this row keeps the search away from worse ones.
         model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
-    deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
+    end = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
+    priced = any(st.costs for st in model.stages)
+    deadline = end - (UNPRICED_SHARE * params.time_limit if priced else 0.0)
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
@@ -212,10 +217,13 @@ def solve_cpsat(
             return _fallback(warm, start, "fair sharing refuses " + unfair[0])
     # -- end of interim guard
     done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
-    tiers, total_bound = _report(
-        snapshot, searched, plan, values, results, pol, restricted
-    )
-    tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
+    if priced:
+        tiers, total_bound = _gpu_bounds(snapshot, data, params, plan, end)
+    else:
+        tiers, total_bound = _report(
+            snapshot, searched, plan, values, results, pol, restricted
+        )
+        tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
     tiers = _with_greedy(snapshot, tiers, kueue, pol)
     wall = time.perf_counter() - start
     total = sum(t.gpus for t in tiers)
@@ -248,7 +256,9 @@ def _large(
     plan = fill(data, warm)
     plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
     deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
-    tiers, total_bound = relaxed_tiers(snapshot, data, params, plan, deadline)
+    tiers, total_bound = relaxed_tiers(
+        snapshot, data, _unpriced(params), plan, deadline
+    )
     wall = time.perf_counter() - start
     return plan.model_copy(
         update={
@@ -262,6 +272,28 @@ def _large(
             )
         }
     )
+
+
+def _unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
+    """The same solve without the lost-work price (GPU stages as before)."""
+    det = params.deterministic_time
+    return replace(
+        params,
+        policy=replace(params.policy, preemption_price=0.0),
+        deterministic_time=None if det is None else det * share,
+    )
+
+
+def _gpu_bounds(
+    snapshot: Snapshot, data: ModelData, params: CpSatParams, plan: Plan, end: float
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """Per-tier bounds on GPUs when the stages were priced.  A priced stage's
+    bound bounds GPUs less the victims' price, not GPUs; the *unpriced*
+    relaxed model, each tier held at the plan's GPUs, bounds every plan the
+    validator accepts (that leaves work about to finish alone), as it does
+    for the plans of restricted and large models (:mod:`.ceiling`)."""
+    flat = _unpriced(params, UNPRICED_SHARE)
+    return relaxed_tiers(snapshot, data, flat, plan, end)
 
 
 def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
