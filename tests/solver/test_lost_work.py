@@ -68,6 +68,7 @@ def instance(
     ran: timedelta | None,
     priority: int = 100,
     max_seconds: int | None = None,
+    *extra: str,
 ) -> Snapshot:
     """``borrower`` running for ``ran`` (None: no time recorded anywhere),
     ``big`` pending at ``priority``; now is ``big``'s creation."""
@@ -103,7 +104,7 @@ spec:
   priority: {priority}
   podSets: [{{name: main, count: 8, {pod}}}]
 """
-    return snapshot_from_text("---\n".join([QUEUES, borrower, big]))
+    return snapshot_from_text("---\n".join([QUEUES, borrower, big, *extra]))
 
 
 def cpsat(snap: Snapshot, policy: Policy | None = None) -> Plan:
@@ -184,8 +185,31 @@ def test_price_zero_is_the_objective_before_pricing() -> None:
     )
 
 
+UNTIMED = """apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {name: untimed, namespace: default}
+spec:
+  queueName: qb
+  priority: 100
+  podSets: [{name: main, count: 2, template: {spec: {containers: [{name: c}]}}}]
+status:
+  admission:
+    clusterQueue: b
+    podSetAssignments: [{name: main, flavors: {nvidia.com/gpu: h100},
+      resourceUsage: {nvidia.com/gpu: "2"}, count: 2}]
+  conditions: [{type: QuotaReserved, status: "True"}]
+"""
+
+
 def test_unknown_elapsed_is_the_median_and_none_known_prices_nothing() -> None:
-    snap = instance(timedelta(hours=2))
+    """``untimed`` records no start: it is assumed to have run the median of
+    the known runs (here borrower's 2 h), never zero."""
+    snap = instance(timedelta(hours=2), 100, None, UNTIMED)
+    assert snap.run_times["default/untimed"].elapsed is None
     lost = lost_work(snap, Policy())
-    assert lost.gpu_seconds == {"default/borrower": 4 * 2 * 3600}
+    assert lost.assumed_elapsed == 2 * 3600
+    assert lost.gpu_seconds == {
+        "default/borrower": 4 * 2 * 3600,
+        "default/untimed": 2 * 2 * 3600,
+    }
     assert not lost_work(instance(None), Policy()).priced
