@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
@@ -213,3 +215,16 @@ def test_unknown_elapsed_is_the_median_and_none_known_prices_nothing() -> None:
         "default/untimed": 2 * 2 * 3600,
     }
     assert not lost_work(instance(None), Policy()).priced
+
+
+def test_policy_checks_its_price_and_window() -> None:
+    assert Policy.from_mapping({"preemption_price": 2}).preemption_price == 2.0
+    for bad in (
+        {"preemption_price": -1},
+        {"preemption_price": "cheap"},
+        {"preemption_price": 10**6},
+        {"finish_window_minutes": 2.5},
+        {"finish_window_minutes": -1},
+    ):
+        with pytest.raises(ValueError, match=r"preemption_price|finish_window"):
+            Policy.from_mapping(bad)
