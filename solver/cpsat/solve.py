@@ -217,13 +217,14 @@ def solve_cpsat(
             return _fallback(warm, start, "fair sharing refuses " + unfair[0])
     # -- end of interim guard
     done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
+    tiers, total_bound = _report(
+        snapshot, searched, plan, values, results, pol, restricted
+    )
+    tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
     if priced:
-        tiers, total_bound = _gpu_bounds(snapshot, data, params, plan, end)
-    else:
-        tiers, total_bound = _report(
-            snapshot, searched, plan, values, results, pol, restricted
+        tiers, total_bound = _gpu_bounds(
+            snapshot, data, params, plan, end, model.stages, tiers
         )
-        tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
     tiers = _with_greedy(snapshot, tiers, kueue, pol)
     wall = time.perf_counter() - start
     total = sum(t.gpus for t in tiers)
@@ -285,15 +286,35 @@ def _unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
 
 
 def _gpu_bounds(
-    snapshot: Snapshot, data: ModelData, params: CpSatParams, plan: Plan, end: float
+    snapshot: Snapshot,
+    data: ModelData,
+    params: CpSatParams,
+    plan: Plan,
+    end: float,
+    stages: list[Stage],
+    tiers: tuple[TierResult, ...],
 ) -> tuple[tuple[TierResult, ...], int | None]:
-    """Per-tier bounds on GPUs when the stages were priced.  A priced stage's
-    bound bounds GPUs less the victims' price, not GPUs; the *unpriced*
-    relaxed model, each tier held at the plan's GPUs, bounds every plan the
-    validator accepts (that leaves work about to finish alone), as it does
-    for the plans of restricted and large models (:mod:`.ceiling`)."""
+    """Per-tier bounds on GPUs when stages were priced.  A priced stage's
+    bound bounds GPUs less the victims' price, not GPUs: from the first
+    priced tier down, the *unpriced* relaxed model, each tier above held at
+    the plan's GPUs, bounds every plan the validator accepts (that leaves
+    work about to finish alone), as for restricted and large models
+    (:mod:`.ceiling`).  The tiers above it keep the full model's bounds."""
+    gpu_stages = [st for st in stages if st.gpus]
+    first = next(k for k, st in enumerate(gpu_stages) if st.costs)
+    keep = frozenset(st.tier for st in gpu_stages[:first] if st.tier is not None)
     flat = _unpriced(params, UNPRICED_SHARE)
-    return relaxed_tiers(snapshot, data, flat, plan, end)
+    theirs, total = relaxed_tiers(snapshot, data, flat, plan, end, keep)
+    bound = {t.priority: t.bound for t in theirs}
+    return (
+        tuple(
+            t
+            if t.priority in keep
+            else t.model_copy(update={"bound": bound[t.priority]})
+            for t in tiers
+        ),
+        total,
+    )
 
 
 def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
