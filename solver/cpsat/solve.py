@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot, build_snapshot
@@ -330,7 +331,10 @@ def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
         k: w.model_copy(update={"preemptible": False}) if k in finishing else w
         for k, w in objs.workloads.items()
     }
-    return build_snapshot(replace(objs, workloads=workloads, now=snapshot.now))
+    objs = replace(objs, workloads=workloads, now=snapshot.now)
+    if isinstance(snapshot, MultiSnapshot):
+        return MultiSnapshot(objs, snapshot.facts)
+    return build_snapshot(objs)
 
 
 def _worse(

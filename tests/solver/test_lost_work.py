@@ -10,11 +10,14 @@ to finish, and always for a higher tier.  Every plan is validated.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from placewise.adapters.io.loader import snapshot_from_text
+from placewise.cli import main
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
@@ -72,6 +75,15 @@ def instance(
     max_seconds: int | None = None,
     *extra: str,
 ) -> Snapshot:
+    return snapshot_from_text(instance_text(ran, priority, max_seconds, *extra))
+
+
+def instance_text(
+    ran: timedelta | None,
+    priority: int = 100,
+    max_seconds: int | None = None,
+    *extra: str,
+) -> str:
     """``borrower`` running for ``ran`` (None: no time recorded anywhere),
     ``big`` pending at ``priority``; now is ``big``'s creation."""
     created = f'creationTimestamp: "{_stamp(NOW)}"' if ran is not None else ""
@@ -106,7 +118,7 @@ spec:
   priority: {priority}
   podSets: [{{name: main, count: 8, {pod}}}]
 """
-    return snapshot_from_text("---\n".join([QUEUES, borrower, big, *extra]))
+    return "---\n".join([QUEUES, borrower, big, *extra])
 
 
 def cpsat(snap: Snapshot, policy: Policy | None = None) -> Plan:
@@ -172,6 +184,58 @@ def test_work_about_to_finish_is_left_to_finish() -> None:
     assert preempted(plan) == [] and admitted(plan) == []
     plan = cpsat(snap, Policy(finish_window_minutes=0))
     assert preempted(plan) == ["default/borrower"]
+
+
+TODAYS_PLAN = {
+    # `solve --deterministic-time 2 --workers 1 --seed 0 --format json` on
+    # instance(2 h) at 2bb3db7, before pricing (wallSeconds dropped).
+    "apiVersion": "placewise.io/v1alpha1",
+    "kind": "Plan",
+    "solver": {
+        "name": "cpsat",
+        "status": "OPTIMAL",
+        "objective": 8,
+        "tiers": [{"priority": 100, "gpus": 8, "bound": 8, "greedy": 8}],
+    },
+    "admissions": [
+        {
+            "workload": "default/big",
+            "clusterQueue": "a",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "flavors": {"nvidia.com/gpu": "h100"},
+                    "resourceUsage": {"nvidia.com/gpu": "8"},
+                    "count": 8,
+                }
+            ],
+        }
+    ],
+    "preemptions": [
+        {
+            "workload": "default/borrower",
+            "preemptor": "default/big",
+            "reason": "InCohortReclamation",
+        }
+    ],
+    "pending": [],
+}
+
+
+def test_price_zero_solves_todays_plan(tmp_path: Path) -> None:
+    """``preemption_price: 0`` through the CLI: byte for byte the plan the
+    optimizer printed before pricing existed."""
+    path, policy, out = tmp_path / "i.yaml", tmp_path / "p.yaml", tmp_path / "o"
+    path.write_text(instance_text(timedelta(hours=2)))
+    policy.write_text("preemption_price: 0\n")
+    args = ["solve", str(path), "--deterministic-time", "2", "--workers", "1"]
+    args += ["--seed", "0", "--format", "json", "--policy", str(policy)]
+    assert main([*args, "-o", str(out)]) == 0
+    plan = json.loads(out.read_text())
+    plan["solver"].pop("wallSeconds")
+    assert plan == TODAYS_PLAN
+    assert main([*args[:-2], "-o", str(out)]) == 0  # priced: not preempted
+    assert json.loads(out.read_text())["preemptions"] == []
 
 
 def test_price_zero_is_the_objective_before_pricing() -> None:
