@@ -77,6 +77,8 @@ class Stage:
     subtracted when it is preempted (:mod:`placewise.solver.lost_work`)."""
     gpus_hi: int = 0
     """The most GPUs (delta) any plan adds: every pending pod, no victim."""
+    unpriced: Terms = field(default_factory=list)
+    """``terms`` without the victims' price: what bounds GPUs when priced."""
 
     def value(self, values: dict[int, int]) -> int:
         return sum(c * values[x.index] for c, x in self.terms)
@@ -119,6 +121,7 @@ class Objective:
                     gpus=gpus.terms,
                     costs=costs,
                     gpus_hi=gpus.hi,
+                    unpriced=gpus.terms,
                 )
             ]
         else:
@@ -162,6 +165,7 @@ class Objective:
             other.lo,
             costs,
             gpus.hi,
+            terms,
         )
 
     def _priced(

@@ -37,9 +37,9 @@ from placewise.solver.problem.layout import plan_domains, restrict
 
 log = logging.getLogger("placewise.cpsat")
 
-UNPRICED_SHARE = 0.1
-"""Share of the time limit kept, when victims are priced, for the unpriced
-relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
+RELAXED_SHARE = 0.1
+"""Share of the time limit kept, when a restricted model's victims are
+priced, for the unpriced relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
 MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the warm start is returned)."""
 MARGIN = 0.5
@@ -183,8 +183,10 @@ def solve_cpsat(
         # the exact shares, this row keeps the search away from worse ones.
         model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
     end = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
-    priced = any(st.costs for st in model.stages)
-    deadline = end - (UNPRICED_SHARE * params.time_limit if priced else 0.0)
+    # A restricted model's priced tiers are bounded on the unpriced relaxed
+    # model after the search (the full model's stages bound their own GPUs).
+    priced = restricted and any(st.costs for st in model.stages)
+    deadline = end - (RELAXED_SHARE * params.time_limit if priced else 0.0)
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
@@ -295,16 +297,16 @@ def _gpu_bounds(
     stages: list[Stage],
     tiers: tuple[TierResult, ...],
 ) -> tuple[tuple[TierResult, ...], int | None]:
-    """Per-tier bounds on GPUs when stages were priced.  A priced stage's
-    bound bounds GPUs less the victims' price, not GPUs: from the first
-    priced tier down, the *unpriced* relaxed model, each tier above held at
-    the plan's GPUs, bounds every plan the validator accepts (that leaves
-    work about to finish alone), as for restricted and large models
-    (:mod:`.ceiling`).  The tiers above it keep the full model's bounds."""
+    """Per-tier bounds on GPUs of a restricted model whose stages were
+    priced.  A priced stage's bound bounds GPUs less the victims' price, not
+    GPUs: from the first priced tier down, the *unpriced* relaxed model,
+    each tier above held at the plan's GPUs, bounds every plan the validator
+    accepts (that leaves work about to finish alone), as for large models
+    (:mod:`.ceiling`).  The tiers above it keep their bounds."""
     gpu_stages = [st for st in stages if st.gpus]
     first = next(k for k, st in enumerate(gpu_stages) if st.costs)
     keep = frozenset(st.tier for st in gpu_stages[:first] if st.tier is not None)
-    flat = _unpriced(params, UNPRICED_SHARE)
+    flat = _unpriced(params, RELAXED_SHARE)
     theirs, total = relaxed_tiers(snapshot, data, flat, plan, end, keep)
     bound = {t.priority: t.bound for t in theirs}
     return (
@@ -412,7 +414,10 @@ def _report(
         got = sum(c * values[x.index] for c, x in st.gpus)
         proven = [r.relaxed_bound] if restricted else [r.bound, r.relaxed_bound]
         bound = min((b for b in proven if b is not None), default=st.hi)
-        slack[st.tier] = max(0, st.gpu_bound(bound) - got)
+        delta = st.gpu_bound(bound)
+        if r.gpu_bound is not None and not restricted:
+            delta = min(delta, r.gpu_bound)  # priced: the unpriced bound
+        slack[st.tier] = max(0, delta - got)
     if pol.objective == "gpus":
         tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
         return tiers, sum(before.values()) + slack.get(None, 0)
