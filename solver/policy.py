@@ -3,8 +3,10 @@
 The optimizer maximises, per priority tier from the highest down, the
 accelerators ("GPUs") running after the plan, with other demand (CPU,
 memory, ... in thousandths of the cluster's capacity, at least one unit per
-pod) breaking ties inside a tier; then fewer and cheaper preemptions, fewer
-preferred-level domains, fewer empty hosts opened and less borrowing.  The
+pod) breaking ties inside a tier, and a victim priced inside its own tier
+by the work it throws away (:mod:`placewise.solver.lost_work`); then fewer
+and cheaper preemptions, fewer preferred-level domains, fewer empty hosts
+opened and less borrowing.  The
 ``gpus`` objective folds the tiers into one GPU count so a plan can be held
 against a GPU bound like for like.  Everything here is computed from a plan
 and the snapshot alone, so the bench, the acceptance test against the
