@@ -147,6 +147,7 @@ def solve_cpsat(
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, start, why)
+    given = snapshot
     snapshot = _leave_to_finish(snapshot, params.policy)
     data = compile_problem(snapshot)
     warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
@@ -228,7 +229,10 @@ def solve_cpsat(
         tiers, total_bound = _gpu_bounds(
             snapshot, data, params, plan, end, model.stages, tiers
         )
-    tiers = _with_greedy(snapshot, tiers, kueue, pol)
+    if kueue is not None and snapshot is not given:
+        # The warm start left work about to finish alone; Kueue does not.
+        kueue = outcome_to_plan(given, run_greedy(given), "greedy", 0.0)
+    tiers = _with_greedy(given, tiers, kueue, pol)
     wall = time.perf_counter() - start
     total = sum(t.gpus for t in tiers)
     return plan.model_copy(

@@ -186,6 +186,7 @@ def test_work_about_to_finish_is_left_to_finish() -> None:
     assert lost_work(snap, Policy()).finishing == {"default/borrower"}
     plan = cpsat(snap)
     assert preempted(plan) == [] and admitted(plan) == []
+    assert plan.solver.tiers[0].greedy == 8  # Kueue's own plan reclaims it
     plan = cpsat(snap, Policy(finish_window_minutes=0))
     assert preempted(plan) == ["default/borrower"]
 
