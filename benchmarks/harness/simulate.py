@@ -202,6 +202,7 @@ def simulate(job: SimJob) -> SimResult:
                 "admission": None,
                 "quota_reserved": False,
                 "quota_reserved_at": None,
+                "running_since": None,
             }
         )
         duration[k] = ends[k]
@@ -231,7 +232,7 @@ def simulate(job: SimJob) -> SimResult:
             k = upcoming.pop(0)
             waiting[k] = queued[k]
         if waiting:
-            snap = _state(base, running, waiting)
+            snap = _state(base, running, waiting, Clock(t0, t).now)
             start = time.perf_counter()
             plan = _solve(job, snap)
             res.solve_seconds += time.perf_counter() - start
@@ -279,10 +280,16 @@ def _running_gpus(running: Mapping[str, Workload]) -> int:
 
 
 def _state(
-    base: Snapshot, running: Mapping[str, Workload], waiting: Mapping[str, Workload]
+    base: Snapshot,
+    running: Mapping[str, Workload],
+    waiting: Mapping[str, Workload],
+    now: datetime,
 ) -> Snapshot:
-    """The base cluster with the simulation's running and queued workloads."""
-    objects = dataclasses.replace(base.objects, workloads={**running, **waiting})
+    """The base cluster with the simulation's running and queued workloads,
+    at the simulated time (how long work has run prices its preemption)."""
+    objects = dataclasses.replace(
+        base.objects, workloads={**running, **waiting}, now=now
+    )
     return Snapshot(objects)
 
 
@@ -325,6 +332,7 @@ def _apply(
                 ),
                 "quota_reserved": True,
                 "quota_reserved_at": clock.now,
+                "running_since": clock.now,
             }
         )
         ends[a.workload] = t + duration.get(a.workload, MEDIAN_S)
