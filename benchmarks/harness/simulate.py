@@ -202,7 +202,6 @@ def simulate(job: SimJob) -> SimResult:
                 "admission": None,
                 "quota_reserved": False,
                 "quota_reserved_at": None,
-                "running_since": None,
             }
         )
         duration[k] = ends[k]
@@ -232,7 +231,7 @@ def simulate(job: SimJob) -> SimResult:
             k = upcoming.pop(0)
             waiting[k] = queued[k]
         if waiting:
-            snap = _state(base, running, waiting, Clock(t0, t).now)
+            snap = _state(base, running, waiting)
             start = time.perf_counter()
             plan = _solve(job, snap)
             res.solve_seconds += time.perf_counter() - start
@@ -280,16 +279,10 @@ def _running_gpus(running: Mapping[str, Workload]) -> int:
 
 
 def _state(
-    base: Snapshot,
-    running: Mapping[str, Workload],
-    waiting: Mapping[str, Workload],
-    now: datetime,
+    base: Snapshot, running: Mapping[str, Workload], waiting: Mapping[str, Workload]
 ) -> Snapshot:
-    """The base cluster with the simulation's running and queued workloads,
-    at the simulated time (how long work has run prices its preemption)."""
-    objects = dataclasses.replace(
-        base.objects, workloads={**running, **waiting}, now=now
-    )
+    """The base cluster with the simulation's running and queued workloads."""
+    objects = dataclasses.replace(base.objects, workloads={**running, **waiting})
     return Snapshot(objects)
 
 
@@ -332,7 +325,6 @@ def _apply(
                 ),
                 "quota_reserved": True,
                 "quota_reserved_at": clock.now,
-                "running_since": clock.now,
             }
         )
         ends[a.workload] = t + duration.get(a.workload, MEDIAN_S)
