@@ -29,7 +29,7 @@ class RunTime(Frozen):
 
     started: datetime | None = None
     """Its Admitted (else QuotaReserved) condition's time, else its pods'
-    earliest ``status.startTime``; None when neither is recorded."""
+    earliest ``status.startTime``; None when none is recorded."""
     elapsed: int | None = None
     """Seconds from ``started`` to the snapshot's *now* (never negative)."""
     remaining: int | None = None
@@ -40,7 +40,11 @@ class RunTime(Frozen):
 
 def newest(workloads: Iterable[Workload], pods: Iterable[Pod]) -> datetime | None:
     """The newest timestamp a dump holds: the default *now* of a solve."""
-    stamps = [w.newest_timestamp for w in workloads]
+    stamps = [
+        t
+        for w in workloads
+        for t in (w.newest_timestamp, w.running_since, w.quota_reserved_at)
+    ]
     stamps += [t for p in pods for t in (p.start_time, p.created)]
     known = [t for t in stamps if t is not None]
     return max(known) if known else None
@@ -85,7 +89,8 @@ def run_times(
 def run_time(
     w: Workload, pod_starts: Mapping[str, datetime], now: datetime | None
 ) -> RunTime:
-    started = w.running_since or pod_starts.get(w.key)
+    # A workload built in code (a replay) may set only quota_reserved_at.
+    started = w.running_since or w.quota_reserved_at or pod_starts.get(w.key)
     elapsed = None
     if started is not None and now is not None:
         elapsed = max(0, int((now - started).total_seconds()))

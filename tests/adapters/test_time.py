@@ -165,6 +165,17 @@ def test_maximum_execution_time_and_expected_duration() -> None:
     assert got["overrun"].remaining is None  # an estimate proved wrong
 
 
+def test_a_workload_built_in_code_runs_since_its_reservation() -> None:
+    """A replay sets ``quota_reserved_at`` on the workloads it admits: that
+    is when they started, and a time the snapshot knows."""
+    snap = snapshot_from_text("---\n".join([CQ, running("w")]))
+    w = snap.objects.workloads["default/w"]
+    moved = w.model_copy(update={"quota_reserved_at": at(12)})
+    snap = build_snapshot(replace(snap.objects, workloads={w.key: moved}))
+    assert snap.now == at(12)
+    assert snap.run_times["default/w"].started == at(12)
+
+
 def test_now_defaults_to_the_newest_timestamp() -> None:
     snap = snapshot_from_text(
         "---\n".join(
