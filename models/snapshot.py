@@ -27,7 +27,7 @@ from placewise.models.cluster import (
     Topology,
 )
 from placewise.models.errors import Location, Problem
-from placewise.models.timing import RunTime, newest, run_times
+from placewise.models.timing import RunTime, aware, newest, run_times
 from placewise.models.workload import Workload
 
 
@@ -67,7 +67,7 @@ class Snapshot:
         self.local_queues = objects.local_queues
         self.cluster_queues = objects.cluster_queues
         self.fair_sharing = objects.fair_sharing
-        self.now: datetime | None = objects.now or newest(
+        self.now: datetime | None = aware(objects.now) or newest(
             objects.workloads.values(), objects.pods.values()
         )
         """The present, for how long running work has run; None: no time

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
 from placewise.models.cluster import Pod
 from placewise.models.scheduling import Frozen
@@ -38,6 +38,12 @@ class RunTime(Frozen):
     neither is (an expected duration already overrun is no estimate)."""
 
 
+def aware(t: datetime | None) -> datetime | None:
+    """A time without a zone is UTC (as in the API); code that builds
+    workloads (a replay) may set naive ones, and the two never compare."""
+    return t if t is None or t.tzinfo else t.replace(tzinfo=UTC)
+
+
 def newest(workloads: Iterable[Workload], pods: Iterable[Pod]) -> datetime | None:
     """The newest timestamp a dump holds: the default *now* of a solve."""
     stamps = [
@@ -46,8 +52,8 @@ def newest(workloads: Iterable[Workload], pods: Iterable[Pod]) -> datetime | Non
         for t in (w.newest_timestamp, w.running_since, w.quota_reserved_at)
     ]
     stamps += [t for p in pods for t in (p.start_time, p.created)]
-    known = [t for t in stamps if t is not None]
-    return max(known) if known else None
+    known = [aware(t) for t in stamps if t is not None]
+    return max(t for t in known if t is not None) if known else None
 
 
 def pod_starts(
@@ -59,12 +65,13 @@ def pod_starts(
     by_name: dict[str, list[datetime]] = defaultdict(list)
     by_owner: dict[tuple[str, str], list[datetime]] = defaultdict(list)
     for p in pods:
-        if p.start_time is None:
+        start = aware(p.start_time)
+        if start is None:
             continue
         if p.workload:
-            by_name[f"{p.namespace}/{p.workload}"].append(p.start_time)
+            by_name[f"{p.namespace}/{p.workload}"].append(start)
         for uid in p.owner_uids:
-            by_owner[(p.namespace, uid)].append(p.start_time)
+            by_owner[(p.namespace, uid)].append(start)
     out: dict[str, datetime] = {}
     for w in workloads:
         found = list(by_name.get(w.key, ()))
@@ -90,7 +97,8 @@ def run_time(
     w: Workload, pod_starts: Mapping[str, datetime], now: datetime | None
 ) -> RunTime:
     # A workload built in code (a replay) may set only quota_reserved_at.
-    started = w.running_since or w.quota_reserved_at or pod_starts.get(w.key)
+    started = aware(w.running_since or w.quota_reserved_at or pod_starts.get(w.key))
+    now = aware(now)
     elapsed = None
     if started is not None and now is not None:
         elapsed = max(0, int((now - started).total_seconds()))

@@ -351,7 +351,7 @@ def run_stages(
                 work = det * UNPRICED_SHARE if det is not None else None
                 gpu_bound = unpriced_bound(model, stage, values, reserve, work, lp)
                 if gpu_bound is not None:
-                    log.info(
+                    log.debug(
                         "%s: unpriced bound, GPUs %+d at most", stage.name, gpu_bound
                     )
             seconds = time.perf_counter() - began
