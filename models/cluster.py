@@ -260,6 +260,13 @@ class Pod(Frozen):
     requests: ResourceMap = {}
     phase: str = "Pending"
     tas_managed: bool = False
+    start_time: datetime | None = None
+    """``status.startTime``: when the kubelet started it."""
+    created: datetime | None = None
+    workload: str | None = None
+    """Name of its Kueue Workload (same namespace), when the pod names it:
+    annotation ``kueue.x-k8s.io/workload`` or its pod group's name."""
+    owner_uids: tuple[str, ...] = ()
 
     @property
     def consumes_node(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 
 from placewise.models.cluster import (
@@ -26,6 +27,7 @@ from placewise.models.cluster import (
     Topology,
 )
 from placewise.models.errors import Location, Problem
+from placewise.models.timing import RunTime, aware, newest, run_times
 from placewise.models.workload import Workload
 
 
@@ -46,6 +48,9 @@ class Objects:
     workloads: Mapping[str, Workload] = field(default_factory=dict)
     fair_sharing: FairSharing = field(default_factory=FairSharing)
     """From Kueue's Configuration object, when the instance has one."""
+    now: datetime | None = None
+    """When the snapshot holds (``solve --now``, the sidecar's clock); None:
+    the newest timestamp in it (see :attr:`Snapshot.now`)."""
 
 
 NOT_MODELLED_ANNOTATIONS: dict[str, str] = {}
@@ -76,6 +81,11 @@ class Snapshot:
         self.local_queues = objects.local_queues
         self.cluster_queues = objects.cluster_queues
         self.fair_sharing = objects.fair_sharing
+        self.now: datetime | None = aware(objects.now) or newest(
+            objects.workloads.values(), objects.pods.values()
+        )
+        """The present, for how long running work has run; None: no time
+        is known (nothing in the dump carries one)."""
         self.cohorts: dict[str, Cohort] = dict(objects.cohorts)
         self._add_implicit_cohorts()
         self.cohort_in_cycle = self._find_cycles()
@@ -261,6 +271,12 @@ class Snapshot:
             and w.admission is not None
             and w.admission.cluster_queue in self.cluster_queues
         ]
+
+    @cached_property
+    def run_times(self) -> dict[str, RunTime]:
+        """Running workload key -> since when it runs and how long it may
+        still run (:mod:`.timing`)."""
+        return run_times(self.running, self.pods.values(), self.now)
 
     @cached_property
     def pending(self) -> list[Workload]:

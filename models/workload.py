@@ -100,6 +100,23 @@ class Workload(Frozen):
     admission: Admission | None = None
     quota_reserved: bool = False
     quota_reserved_at: datetime | None = None
+    running_since: datetime | None = None
+    """When its current run began: the lastTransitionTime of its Admitted
+    condition, else of QuotaReserved (None: not running, or not recorded)."""
+    max_execution_seconds: int | None = None
+    """Kueue's ``spec.maximumExecutionTimeSeconds``: Kueue stops it after
+    this long admitted, in total over its admissions."""
+    past_execution_seconds: int = 0
+    """``status.accumulatedPastExecutionTimeSeconds``: time admitted in
+    earlier runs, which counts against the maximum."""
+    expected_seconds: int | None = None
+    """The user's estimate of a run's length (annotation
+    ``placewise.io/expected-duration``)."""
+    owner_uids: tuple[str, ...] = ()
+    """``metadata.ownerReferences`` UIDs: its pods share an owner (the Job)."""
+    newest_timestamp: datetime | None = None
+    """The newest time the object records (creation, condition changes): a
+    dump was taken no earlier."""
     evicted: bool = False
     preemptible: bool = True
     """False: the caller forbids evicting this running workload.  No Kueue

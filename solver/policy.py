@@ -3,8 +3,10 @@
 The optimizer maximises, per priority tier from the highest down, the
 accelerators ("GPUs") running after the plan, with other demand (CPU,
 memory, ... in thousandths of the cluster's capacity, at least one unit per
-pod) breaking ties inside a tier; then fewer and cheaper preemptions, fewer
-preferred-level domains, fewer empty hosts opened and less borrowing.  The
+pod) breaking ties inside a tier, and a victim priced inside its own tier
+by the work it throws away (:mod:`placewise.solver.lost_work`); then fewer
+and cheaper preemptions, fewer preferred-level domains, fewer empty hosts
+opened and less borrowing.  The
 ``gpus`` objective folds the tiers into one GPU count so a plan can be held
 against a GPU bound like for like.  Everything here is computed from a plan
 and the snapshot alone, so the bench, the acceptance test against the
@@ -28,6 +30,9 @@ from placewise.models.workload import Workload
 from placewise.solver.kueue.resources import ACCELERATORS
 
 ObjectiveKind = Literal["tiers", "gpus"]
+MAX_PRICE = 1000
+"""Largest ``preemption_price``: beyond it every victim that ran a few
+seconds already costs more than any tier can gain."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +51,16 @@ class Policy:
     topology: bool = True
     fragmentation: bool = True
     borrowing: bool = True
+    preemption_price: float = 1.0
+    """GPUs of its own priority tier a preemption must add per GPU-hour of
+    work it throws away (the victim's GPUs x how long it has run): at 1 the
+    GPUs gained must run an hour to repay the loss.  0: preemption costs
+    only the tie-break (the objective before issue 19).  Kueue does not
+    price; the greedy ignores it."""
+    finish_window_minutes: int = 5
+    """A running workload known to end within this many minutes (Kueue's
+    maximum execution time, or its expected duration) is left to finish:
+    the optimizer does not preempt it.  Only with a non-zero price."""
 
     @staticmethod
     def from_file(path: str | Path) -> Policy:
@@ -81,6 +96,18 @@ class Policy:
         for name in ("preemption", "topology", "fragmentation", "borrowing"):
             if not isinstance(values.get(name, True), bool):
                 raise ValueError(f"{at}{name} must be true or false")
+        price = values.get("preemption_price", 1.0)
+        if isinstance(price, bool) or not isinstance(price, int | float):
+            raise ValueError(f"{at}preemption_price must be a number")
+        if not 0 <= price <= MAX_PRICE:
+            raise ValueError(f"{at}preemption_price must be in [0, {MAX_PRICE}]")
+        if "preemption_price" in values:
+            values["preemption_price"] = float(price)
+        window = values.get("finish_window_minutes", 0)
+        if isinstance(window, bool) or not isinstance(window, int):
+            raise ValueError(f"{at}finish_window_minutes must be an integer")
+        if not 0 <= window <= 10**6:
+            raise ValueError(f"{at}finish_window_minutes must be in [0, 10^6]")
         return Policy(**values)
 
 

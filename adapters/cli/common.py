@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TypeAlias
 
 from placewise.adapters.cli.status import status
@@ -20,13 +21,24 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What ``register`` of every subcommand module receives."""
 
 
-def load(paths: Sequence[str]) -> Snapshot:
+def load(paths: Sequence[str], now: datetime | None = None) -> Snapshot:
     """Load instances and log their warnings (raises InstanceError -> exit 2)."""
     with status(f"loading {len(paths)} file(s)"):
-        snap = load_snapshot(paths)
+        snap = load_snapshot(paths, now)
     for w in snap.warnings:
         log.warning("%s", w)
     return snap
+
+
+def timestamp(text: str) -> datetime:
+    """``--now``: an RFC 3339 time (a zone-less one is UTC, as in the API)."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not an RFC 3339 timestamp"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def positive_int(text: str) -> int:

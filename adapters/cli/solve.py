@@ -12,6 +12,7 @@ from placewise.adapters.cli.common import (
     positive_float,
     positive_int,
     solve_each,
+    timestamp,
 )
 from placewise.adapters.io import output
 from placewise.adapters.io.documents import load_one
@@ -75,6 +76,15 @@ def register(subparsers: Subparsers) -> None:
         help="YAML objective policy (see README, 'Objective')",
     )
     p.add_argument(
+        "--now",
+        type=timestamp,
+        default=None,
+        metavar="TIMESTAMP",
+        help="the present, RFC 3339 (e.g. 2026-05-01T12:00:00Z): how long "
+        "running work has run, for the price of preempting it (default: the "
+        "newest timestamp in the instance)",
+    )
+    p.add_argument(
         "--cycles",
         type=positive_int,
         default=None,
@@ -117,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             where = Location(file=args.policy, kind="Policy")
             raise InstanceError([Problem(where, str(exc))]) from None
-    snapshot = load(args.instances)
+    snapshot = load(args.instances, args.now)
     plans = solve_each(snapshot, args, policy)
     if args.compare:
         text = output.render_many(plans, args.format or "table", snapshot)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -182,12 +183,15 @@ def _read_files(
     return out, problems, empty, read
 
 
-def load_snapshot(paths: Iterable[str | Path]) -> Snapshot:
-    """Load instance files; raises :class:`InstanceError` listing every problem."""
+def load_snapshot(paths: Iterable[str | Path], now: datetime | None = None) -> Snapshot:
+    """Load instance files; raises :class:`InstanceError` listing every problem.
+    ``now``: the present (``solve --now``); default the newest time in them."""
     raws, problems, notes = read_objects(paths)
     objs, warnings = decode_objects(raws, problems)
     if problems:
         raise InstanceError(problems)
+    if now is not None:
+        objs = replace(objs, now=now)
     return build_snapshot(objs, notes + warnings)
 
 
@@ -323,7 +327,8 @@ def decode_objects(
         warnings.append(
             Problem(Location(), f"ignored objects of unrecognised kinds: {kinds}")
         )
-    return Objects(**tables, fair_sharing=config or FairSharing()), warnings
+    fair = config or FairSharing()
+    return Objects(**tables, fair_sharing=fair), warnings  # type: ignore[arg-type]
 
 
 def _unmodelled_status(ctx: Ctx, obj: Mapping[str, Any]) -> list[Problem]:

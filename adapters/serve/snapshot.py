@@ -27,6 +27,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from placewise.adapters.io.loader import RawObject, decode_objects
@@ -261,7 +262,12 @@ class SnapshotBuilder:
                 frozenset(),
             )
         protect(tables["workloads"], kept)
-        snap = build_snapshot(Objects(**tables, fair_sharing=self.fair_sharing()))
+        # The wall clock is the present: how long running work has run
+        # prices its preemption (the snapshot's own times may lag).
+        wall = datetime.now(UTC)
+        snap = build_snapshot(
+            Objects(**tables, fair_sharing=self.fair_sharing(), now=wall)
+        )
         return Built(snap, generation, views, raw_kueue, waiting, facts, change, kept)
 
     def fair_sharing(self) -> FairSharing:

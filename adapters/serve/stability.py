@@ -72,6 +72,8 @@ def _workload_fact(w: Workload) -> tuple[Any, ...]:
         w.pod_sets,
         w.active,
         w.finished,
+        w.max_execution_seconds,
+        w.expected_seconds,
     )
 
 

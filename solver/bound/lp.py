@@ -72,7 +72,9 @@ def _solve(
     mip_seconds: float,
 ) -> tuple[float | None, str, str, int, int]:
     """(floored bound on GPUs after any plan, method, status, columns, rows)."""
-    policy = Policy(objective="gpus", accelerators=tuple(accelerators))
+    policy = Policy(
+        objective="gpus", accelerators=tuple(accelerators), preemption_price=0.0
+    )
     model = CPModel(data, CpSatParams(policy=policy), mode)
     constant = running_gpus(snapshot, accelerators) + _outside(data, accelerators)
     if not model.stages:

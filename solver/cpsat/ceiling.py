@@ -42,9 +42,11 @@ def relaxed_tiers(
     params: CpSatParams,
     plan: Plan,
     deadline: float,
+    skip: frozenset[int] = frozenset(),
 ) -> tuple[tuple[TierResult, ...], int | None]:
     """(per tier: GPUs after the plan and the proven bound; the bound on the
-    total under the ``gpus`` objective)."""
+    total under the ``gpus`` objective).  Tiers in ``skip`` are only held at
+    the plan's GPUs, not bounded (the caller has their bounds)."""
     pol = params.policy
     model = CPModel(data, params, "relaxed")
     figures = tier_figures(snapshot, plan, pol)
@@ -54,11 +56,15 @@ def relaxed_tiers(
     gpus = {f.priority: f.gpus for f in figures}
     bounds: dict[int | None, int] = {}
     stages = [s for s in model.stages if s.gpus]
-    for k, stage in enumerate(stages):
-        share = (deadline - time.perf_counter()) / (len(stages) - k)
-        det = params.deterministic_time
-        work = det / len(stages) if det is not None else None
-        _, _, bound = solve_stage(model, stage, None, share, work)
+    todo = sum(1 for s in stages if s.tier is None or s.tier not in skip)
+    for stage in stages:
+        bound = None
+        if stage.tier is None or stage.tier not in skip:
+            share = (deadline - time.perf_counter()) / todo
+            det = params.deterministic_time
+            work = det / todo if det is not None else None
+            _, _, bound = solve_stage(model, stage, None, share, work)
+            todo -= 1
         delta = stage.gpu_bound(bound if bound is not None else stage.hi)
         if stage.tier is None:
             bounds[None] = sum(running.values()) + delta + sum(extra.values())

@@ -18,10 +18,19 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from placewise.models.multicluster import dispatch_costs
+from placewise.models.plan import Plan
+from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat.constraints import Constraints
 from placewise.solver.cpsat.fairness import largest_share
 from placewise.solver.cpsat.variables import Derive, Variables
-from placewise.solver.policy import Policy, accelerators, capacity, other_demand
+from placewise.solver.lost_work import lost_work, price_units
+from placewise.solver.policy import (
+    Policy,
+    accelerators,
+    capacity,
+    other_demand,
+    tier_figures,
+)
 from placewise.solver.problem.data import ModelData
 
 Terms = list[tuple[int, cp_model.IntVar]]
@@ -63,13 +72,24 @@ class Stage:
     weight: int = 1
     """GPU weight in ``terms``; ``other_lo`` is the lowest the rest can be."""
     other_lo: int = 0
+    costs: dict[str, int] = field(default_factory=dict)
+    """Victim key -> its lost work in ``terms``'s units (1/weight GPU),
+    subtracted when it is preempted (:mod:`placewise.solver.lost_work`)."""
+    gpus_hi: int = 0
+    """The most GPUs (delta) any plan adds: every pending pod, no victim."""
+    unpriced: Terms = field(default_factory=list)
+    """``terms`` without the victims' price: what bounds GPUs when priced."""
 
     def value(self, values: dict[int, int]) -> int:
         return sum(c * values[x.index] for c, x in self.terms)
 
     def gpu_bound(self, stage_bound: float) -> int:
-        """GPUs (delta) implied by a bound on the stage's objective."""
-        return int((stage_bound - self.other_lo + 1e-6) // self.weight)
+        """GPUs (delta) implied by a bound on the stage's objective.  A plan
+        pays at most every victim's price, so GPUs + other demand stay within
+        the bound plus that: a valid, if looser, bound on GPUs when priced."""
+        priced = sum(self.costs.values())
+        got = int((stage_bound + priced - self.other_lo + 1e-6) // self.weight)
+        return min(got, self.gpus_hi) if priced else got
 
 
 class Objective:
@@ -85,12 +105,25 @@ class Objective:
         self.cap = capacity(data.snapshot)
         self.largest_share: cp_model.IntVar | None = None
         """With fair sharing on: the largest weighted share (see .fairness)."""
+        self.lost = lost_work(data.snapshot, policy)
 
     def build(self, relaxed: bool = False) -> list[Stage]:
         """The stages; a ``relaxed`` model (bounds only) has no tie-breaks."""
         if self.policy.objective == "gpus":
             gpus, _ = self._demand(None)
-            stages = [Stage("gpus", gpus.terms, gpus.lo, gpus.hi, None, gpus.terms)]
+            terms, lo, costs = self._priced(None, 1, gpus)
+            stages = [
+                Stage(
+                    "gpus",
+                    gpus.terms + terms,
+                    gpus.lo + lo,
+                    gpus.hi,
+                    gpus=gpus.terms,
+                    costs=costs,
+                    gpus_hi=gpus.hi,
+                    unpriced=gpus.terms,
+                )
+            ]
         else:
             stages = [self._tier(t) for t in self._tiers()]
         stages = [s for s in stages if s.terms]
@@ -120,16 +153,40 @@ class Objective:
         gpus, other = self._demand(tier)
         weight = other.hi - other.lo + 1
         terms = [(weight * c, x) for c, x in gpus.terms] + other.terms
+        priced, lo, costs = self._priced(tier, weight, gpus)
         return Stage(
             f"tier {tier}",
-            terms,
-            weight * gpus.lo + other.lo,
+            terms + priced,
+            weight * gpus.lo + other.lo + lo,
             weight * gpus.hi + other.hi,
             tier,
             gpus.terms,
             weight,
             other.lo,
+            costs,
+            gpus.hi,
+            terms,
         )
+
+    def _priced(
+        self, tier: int | None, weight: int, gpus: Criterion
+    ) -> tuple[Terms, int, dict[str, int]]:
+        """Victims of ``tier`` (all, for one GPU stage) priced by the work
+        they lose, in 1/weight GPU: (terms, their lowest sum, key -> units).
+        A price is capped just above the tier's whole GPU range — more than
+        anything the tier can gain — which keeps coefficients no larger than
+        the stage's own range."""
+        terms: Terms = []
+        costs: dict[str, int] = {}
+        cap = weight * (gpus.hi - gpus.lo + 1)
+        for vd, x in zip(self.data.victims, self.v.victims, strict=True):
+            lost = self.lost.gpu_seconds.get(vd.info.key, 0)
+            if lost <= 0 or (tier is not None and vd.info.priority != tier):
+                continue
+            units = min(price_units(lost, weight, self.policy), cap)
+            terms.append((-units, x))
+            costs[vd.info.key] = units
+        return terms, -sum(costs.values()), costs
 
     def _demand(self, tier: int | None) -> tuple[Criterion, Criterion]:
         """GPUs and other demand a plan adds (admissions minus preemptions)
@@ -273,3 +330,25 @@ def _excess(terms: Terms, const: int, scale: int) -> Derive:
 
 def _upper(x: cp_model.IntVar) -> int:
     return int(list(x.proto.domain)[-1])
+
+
+def priced_vector(
+    snapshot: Snapshot, plan: Plan, stages: list[Stage], pol: Policy
+) -> list[int]:
+    """The GPU stages' values for ``plan`` as the model ranks them (up to a
+    constant per stage): per tier GPUs x weight + other demand, less the
+    price of the victims it preempts.  With nothing priced this orders
+    plans as :func:`placewise.solver.policy.primary_vector` does."""
+    figs = {f.priority: f for f in tier_figures(snapshot, plan, pol)}
+    evicted = {p.workload for p in plan.preemptions}
+    out: list[int] = []
+    for st in stages:
+        if not st.gpus:
+            continue
+        if st.tier is None:
+            value = sum(f.gpus for f in figs.values())
+        else:
+            f = figs.get(st.tier)
+            value = 0 if f is None else st.weight * f.gpus + f.other
+        out.append(value - sum(u for k, u in st.costs.items() if k in evicted))
+    return out

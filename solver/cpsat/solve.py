@@ -11,14 +11,17 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
+from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
-from placewise.models.snapshot import Snapshot
+from placewise.models.snapshot import Snapshot, build_snapshot
 from placewise.solver.cpsat.ceiling import outside_gpus, relaxed_tiers
 from placewise.solver.cpsat.fairness import SCALE, SLACK
 from placewise.solver.cpsat.finish import explain, fill
 from placewise.solver.cpsat.model import CPModel, CpSatParams
+from placewise.solver.cpsat.objective import Stage, priced_vector
 from placewise.solver.cpsat.plan_io import fallback
 from placewise.solver.cpsat.stages import StageResult, run_stages
 from placewise.solver.cpsat.warmstart import best_fit
@@ -27,6 +30,7 @@ from placewise.solver.kueue.fairsharing import (
     final_state_violations,
     largest_weighted_share,
 )
+from placewise.solver.lost_work import lost_work
 from placewise.solver.policy import Policy, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 from placewise.solver.problem.layout import plan_domains, restrict
@@ -34,6 +38,9 @@ from placewise.solver.settle import settle_preemptions
 
 log = logging.getLogger("placewise.cpsat")
 
+RELAXED_SHARE = 0.1
+"""Share of the time limit kept, when a restricted model's victims are
+priced, for the unpriced relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
 MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the warm start is returned)."""
 MARGIN = 0.5
@@ -154,6 +161,8 @@ def _solve_cpsat(
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, start, why)
+    given = snapshot
+    snapshot = _leave_to_finish(snapshot, params.policy)
     data = compile_problem(snapshot)
     warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
     warm = settle_preemptions(snapshot, warm)
@@ -195,7 +204,11 @@ def _solve_cpsat(
         # start), whatever the tiers gain; the acceptance test below checks
         # the exact shares, this row keeps the search away from worse ones.
         model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
-    deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
+    end = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
+    # A restricted model's priced tiers are bounded on the unpriced relaxed
+    # model after the search (the full model's stages bound their own GPUs).
+    priced = restricted and any(st.costs for st in model.stages)
+    deadline = end - (RELAXED_SHARE * params.time_limit if priced else 0.0)
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
@@ -213,7 +226,7 @@ def _solve_cpsat(
     plan = settle_preemptions(snapshot, fill(data, searched))
     plan = _with_reasons(plan, explain(data, plan))
     pol = params.policy
-    if primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol):
+    if _worse(snapshot, plan, warm, model.stages, pol):
         return _fallback(warm, start, "the search ended below the warm start")
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:
         return _fallback(warm, start, "the plan shares the cohort less fairly")
@@ -233,7 +246,14 @@ def _solve_cpsat(
         snapshot, searched, plan, values, results, pol, restricted
     )
     tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
-    tiers = _with_greedy(snapshot, tiers, kueue, pol)
+    if priced:
+        tiers, total_bound = _gpu_bounds(
+            snapshot, data, params, plan, end, model.stages, tiers
+        )
+    if kueue is not None and snapshot is not given:
+        # The warm start left work about to finish alone; Kueue does not.
+        kueue = outcome_to_plan(given, run_greedy(given), "greedy", 0.0)
+    tiers = _with_greedy(given, tiers, kueue, pol)
     wall = time.perf_counter() - start
     total = sum(t.gpus for t in tiers)
     return plan.model_copy(
@@ -265,7 +285,9 @@ def _large(
     plan = fill(data, warm)
     plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
     deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
-    tiers, total_bound = relaxed_tiers(snapshot, data, params, plan, deadline)
+    tiers, total_bound = relaxed_tiers(
+        snapshot, data, _unpriced(params), plan, deadline
+    )
     wall = time.perf_counter() - start
     return plan.model_copy(
         update={
@@ -279,6 +301,78 @@ def _large(
             )
         }
     )
+
+
+def _unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
+    """The same solve without the lost-work price (GPU stages as before)."""
+    det = params.deterministic_time
+    return replace(
+        params,
+        policy=replace(params.policy, preemption_price=0.0),
+        deterministic_time=None if det is None else det * share,
+    )
+
+
+def _gpu_bounds(
+    snapshot: Snapshot,
+    data: ModelData,
+    params: CpSatParams,
+    plan: Plan,
+    end: float,
+    stages: list[Stage],
+    tiers: tuple[TierResult, ...],
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """Per-tier bounds on GPUs of a restricted model whose stages were
+    priced.  A priced stage's bound bounds GPUs less the victims' price, not
+    GPUs: from the first priced tier down, the *unpriced* relaxed model,
+    each tier above held at the plan's GPUs, bounds every plan the validator
+    accepts (that leaves work about to finish alone), as for large models
+    (:mod:`.ceiling`).  The tiers above it keep their bounds."""
+    gpu_stages = [st for st in stages if st.gpus]
+    first = next(k for k, st in enumerate(gpu_stages) if st.costs)
+    keep = frozenset(st.tier for st in gpu_stages[:first] if st.tier is not None)
+    flat = _unpriced(params, RELAXED_SHARE)
+    theirs, total = relaxed_tiers(snapshot, data, flat, plan, end, keep)
+    bound = {t.priority: t.bound for t in theirs}
+    return (
+        tuple(
+            t
+            if t.priority in keep
+            else t.model_copy(update={"bound": bound[t.priority]})
+            for t in tiers
+        ),
+        total,
+    )
+
+
+def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
+    """Running work known to end within the policy's finish window is not
+    preemptible in this solve: its room frees soon anyway, and evicting it
+    throws away nearly all of its run (:mod:`placewise.solver.lost_work`)."""
+    finishing = lost_work(snapshot, pol).finishing
+    if not finishing:
+        return snapshot
+    log.info("cpsat: %d running workload(s) left to finish", len(finishing))
+    objs = snapshot.objects
+    workloads = {
+        k: w.model_copy(update={"preemptible": False}) if k in finishing else w
+        for k, w in objs.workloads.items()
+    }
+    objs = replace(objs, workloads=workloads, now=snapshot.now)
+    if isinstance(snapshot, MultiSnapshot):
+        return MultiSnapshot(objs, snapshot.facts)
+    return build_snapshot(objs)
+
+
+def _worse(
+    snapshot: Snapshot, plan: Plan, warm: Plan, stages: list[Stage], pol: Policy
+) -> bool:
+    """Whether ``plan`` ranks below ``warm`` under the objective: GPUs per
+    tier, with victims' lost work priced as the model prices it."""
+    if any(st.costs for st in stages):
+        mine = priced_vector(snapshot, plan, stages, pol)
+        return mine < priced_vector(snapshot, warm, stages, pol)
+    return primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol)
 
 
 def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:
@@ -345,7 +439,10 @@ def _report(
         got = sum(c * values[x.index] for c, x in st.gpus)
         proven = [r.relaxed_bound] if restricted else [r.bound, r.relaxed_bound]
         bound = min((b for b in proven if b is not None), default=st.hi)
-        slack[st.tier] = max(0, st.gpu_bound(bound) - got)
+        delta = st.gpu_bound(bound)
+        if r.gpu_bound is not None and not restricted:
+            delta = min(delta, r.gpu_bound)  # priced: the unpriced bound
+        slack[st.tier] = max(0, delta - got)
     if pol.objective == "gpus":
         tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
         return tiers, sum(before.values()) + slack.get(None, 0)

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from placewise.solver.cpsat.export import export
 from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
 from placewise.solver.cpsat.model import CPModel
 from placewise.solver.cpsat.objective import Stage
 from placewise.solver.cpsat.race import Callback, Proofs, Prover, Race, solver_for
-from placewise.solver.highs import HighsResult
+from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -51,6 +52,8 @@ CP-SAT, after 1.1 s of a 3.3 s stage).  On one cluster the rack search pays
 from the start, and CP-SAT only proves (:func:`.race.prover_for`)."""
 STALL_SHARE = 0.1
 """CP-SAT without a better solution for this share of the stage has stalled."""
+UNPRICED_SHARE = 0.2
+"""Share of a priced GPU stage's time for the bound on its GPUs."""
 DUAL_SHARE = 0.25
 """Share of a GPU stage's time the relaxed model may use for its ceiling."""
 
@@ -67,6 +70,9 @@ class StageResult:
     relaxed_bound: int | None = None
     """Proven bound from the relaxed model: valid for every validator-feasible
     plan whatever the full model was restricted to."""
+    gpu_bound: int | None = None
+    """Priced stages: a proven bound on the stage's GPUs (delta), from the
+    unpriced objective over the same model (:func:`unpriced_bound`)."""
 
 
 Progress = Callable[[str], None]
@@ -309,7 +315,11 @@ def run_stages(
                 break
             results.append(StageResult(stage, "FEASIBLE", current, None, 0.0, ceiling))
         else:
-            remaining = share - (time.perf_counter() - began)
+            # A priced stage keeps a share for the bound on its GPUs.
+            priced = bool(stage.costs) and relaxed is None
+            reserve = share * UNPRICED_SHARE if priced else 0.0
+            lp = unpriced_lp(model, stage, share) if priced and det is None else None
+            remaining = share - reserve - (time.perf_counter() - began)
             search = None
             if hoods is not None and stage.gpus and det is None:
                 search = RackSearch(model, hoods, model.params.seed + k)
@@ -329,6 +339,8 @@ def run_stages(
                 # stages still to come.
                 values = found
             elif values is None:
+                if lp is not None:
+                    lp.stop()
                 results.append(StageResult(stage, "NO_SOLUTION", None, None, 0.0))
                 break
             got = stage.value(values)
@@ -337,8 +349,18 @@ def run_stages(
             kind = "OPTIMAL" if bound is not None and bound <= got else status
             if kind == "NO_SOLUTION":
                 kind = "FEASIBLE"
+            gpu_bound = None
+            if priced:
+                work = det * UNPRICED_SHARE if det is not None else None
+                gpu_bound = unpriced_bound(model, stage, values, reserve, work, lp)
+                if gpu_bound is not None:
+                    log.debug(
+                        "%s: unpriced bound, GPUs %+d at most", stage.name, gpu_bound
+                    )
             seconds = time.perf_counter() - began
-            results.append(StageResult(stage, kind, got, bound, seconds, ceiling))
+            results.append(
+                StageResult(stage, kind, got, bound, seconds, ceiling, gpu_bound)
+            )
         best = results[-1].value
         assert best is not None
         model.model.add(expr >= best)
@@ -350,6 +372,52 @@ def run_stages(
     for prover in proofs.running:
         proved_later(results, prover)
     return values, results
+
+
+def unpriced_lp(model: CPModel, stage: Stage, budget: float) -> Running | None:
+    """HiGHS's LP relaxation of a priced stage's objective without the price,
+    started in a child process on the model as it stands (the stages above
+    held): its bound, read when the stage ends, bounds the stage's GPUs."""
+    try:
+        arrays = export(model.model, [(c, x.index) for c, x in stage.unpriced])
+    except ValueError as exc:
+        log.debug("no unpriced LP: %s", exc)
+        return None
+    return Running(arrays, max(budget, 0.1), want_x=False)
+
+
+def unpriced_bound(
+    model: CPModel,
+    stage: Stage,
+    values: dict[int, int],
+    budget: float,
+    det: float | None,
+    lp: Running | None,
+) -> int | None:
+    """A proven bound on a priced stage's GPUs (delta) over the model before
+    the stage was held: the unpriced LP's (:func:`unpriced_lp`), else what
+    CP-SAT proves on the unpriced objective within ``budget`` (``det``: under
+    a deterministic budget, CP-SAT alone).  The priced stage's own bound is
+    no bound on GPUs: a plan may gain GPUs and pay for them."""
+    began = time.perf_counter()
+    top: float | None = None
+    if lp is not None:
+        answer = lp.result(max(budget, 0.0))
+        lp.stop()
+        if answer is not None and answer.bound is not None:
+            top = answer.bound
+    left = budget - (time.perf_counter() - began)
+    if top is None and (det is not None or left > 0.05):
+        model.model.maximize(sum(c * x for c, x in stage.unpriced))
+        model.model.clear_hints()  # type: ignore[no-untyped-call]
+        for i, val in values.items():
+            model.model.add_hint(model.model.get_int_var_from_proto_index(i), val)
+        solver = solver_for(model, left, det)
+        if solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            top = solver.best_objective_bound
+    if top is None:
+        return None
+    return int((top - stage.other_lo + 1e-6) // stage.weight)
 
 
 def proved_later(results: list[StageResult], prover: Prover) -> None:

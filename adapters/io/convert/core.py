@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from placewise.adapters.io.convert.context import Ctx
@@ -23,6 +25,21 @@ TAS_POD_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-unconstrained-topology",
     "kueue.x-k8s.io/podset-slice-required-topology",
 )
+_GO_DURATION = re.compile(r"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+")
+_GO_PART = re.compile(r"([0-9]*\.?[0-9]*)(ns|us|µs|ms|s|m|h)")
+_GO_UNIT = {
+    "ns": Fraction(1, 10**9),
+    "us": Fraction(1, 10**6),
+    "µs": Fraction(1, 10**6),
+    "ms": Fraction(1, 1000),
+    "s": Fraction(1),
+    "m": Fraction(60),
+    "h": Fraction(3600),
+}
+MAX_DURATION = 10 * 365 * 24 * 3600
+"""Longest duration read (ten years): beyond it a value is a mistake."""
+POD_WORKLOAD = "kueue.x-k8s.io/workload"
+POD_GROUP = "kueue.x-k8s.io/pod-group-name"
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SELECTOR_OPS = ("In", "NotIn", "Exists", "DoesNotExist")
 _NODE_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -254,11 +271,43 @@ def decode_node(ctx: Ctx, obj: Mapping[str, Any]) -> Node:
     )
 
 
+def duration_seconds(text: str) -> int | None:
+    """A Go duration (``1h30m``, ``90s``, ``1.5h``) or a whole number of
+    seconds, rounded down to whole seconds; None when it is neither, or
+    longer than :data:`MAX_DURATION`."""
+    text = text.strip()
+    if text.isdigit() and len(text) <= 12:
+        seconds = Fraction(int(text))
+    elif len(text) <= 64 and _GO_DURATION.fullmatch(text):
+        seconds = sum(
+            (Fraction(n) * _GO_UNIT[u] for n, u in _GO_PART.findall(text)),
+            Fraction(0),
+        )
+    else:
+        return None
+    return int(seconds) if seconds <= MAX_DURATION else None
+
+
+def owner_uids(ctx: Ctx, meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """UIDs of ``metadata.ownerReferences`` (a Job owns its Workload and
+    its pods: that is how a pod's start time reaches its Workload)."""
+    out = []
+    refs = ctx.seq(meta, "ownerReferences", "metadata.ownerReferences")
+    for i, ref in enumerate(refs):
+        if isinstance(ref, Mapping):
+            uid = ctx.string(ref, "uid", f"metadata.ownerReferences[{i}].uid")
+            if uid:
+                out.append(uid)
+    return tuple(out)
+
+
 def decode_pod(ctx: Ctx, obj: Mapping[str, Any]) -> Pod:
     meta = ctx.mapping(obj, "metadata", "metadata")
     spec = ctx.mapping(obj, "spec", "spec")
     status = ctx.mapping(obj, "status", "status")
     annotations = string_map(ctx, meta, "annotations", "metadata.annotations")
+    labels = string_map(ctx, meta, "labels", "metadata.labels")
+    group = annotations.get(POD_GROUP) or labels.get(POD_GROUP)
     return Pod(
         namespace=ctx.namespace,
         name=ctx.name,
@@ -266,4 +315,10 @@ def decode_pod(ctx: Ctx, obj: Mapping[str, Any]) -> Pod:
         requests=effective_requests(ctx, spec, "spec"),
         phase=ctx.string(status, "phase", "status.phase", "Pending") or "Pending",
         tas_managed=any(a in annotations for a in TAS_POD_ANNOTATIONS),
+        start_time=ctx.timestamp(status.get("startTime"), "status.startTime"),
+        created=ctx.timestamp(
+            meta.get("creationTimestamp"), "metadata.creationTimestamp"
+        ),
+        workload=annotations.get(POD_WORKLOAD) or group or None,
+        owner_uids=owner_uids(ctx, meta),
     )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from placewise.adapters.io.convert.context import EPOCH, Ctx
 from placewise.adapters.io.convert.core import (
+    duration_seconds,
     effective_requests,
+    owner_uids,
     placement,
     string_map,
     texts,
@@ -17,6 +20,7 @@ from placewise.adapters.io.documents import parse_json
 from placewise.models.cluster import KUEUE_GROUP
 from placewise.models.errors import describe
 from placewise.models.snapshot import SLICE_REPLACEMENT_FOR
+from placewise.models.timing import EXPECTED_DURATION
 from placewise.models.workload import (
     Admission,
     PodSet,
@@ -316,19 +320,29 @@ def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
     created = ctx.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
     created = created or EPOCH
     conditions: dict[str, Mapping[str, Any]] = {}
+    times: dict[str, datetime | None] = {}
+    stamps: list[datetime | None] = []
+    if meta.get("creationTimestamp") is not None:
+        stamps.append(created)
     for i, c in enumerate(ctx.seq(status, "conditions", "status.conditions")):
-        if isinstance(c, Mapping) and c.get("type"):
+        if not isinstance(c, Mapping):
+            continue
+        path = f"status.conditions[{i}].lastTransitionTime"
+        stamp = ctx.timestamp(c.get("lastTransitionTime"), path)
+        stamps.append(stamp)
+        if c.get("type"):
             kind = ctx.string(c, "type", f"status.conditions[{i}].type")
             if kind is not None:
-                conditions[kind] = {**c, "_path": f"status.conditions[{i}]"}
+                conditions[kind] = c
+                times[kind] = stamp
 
     def is_true(kind: str) -> bool:
         return condition_true(conditions.get(kind, {}).get("status"))
 
-    def when(kind: str) -> Any:
-        c = conditions.get(kind, {})
-        return ctx.timestamp(c.get("lastTransitionTime"), f"{c.get('_path')}")
+    def when(kind: str) -> datetime | None:
+        return times.get(kind)
 
+    known = [t for t in stamps if t is not None]
     queue_ts = created
     if (
         is_true("Evicted")
@@ -336,6 +350,7 @@ def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
     ):
         queue_ts = when("Evicted") or created
     adm_raw = status.get("admission")
+    reserved_at = when("QuotaReserved") if is_true("QuotaReserved") else None
     annotations = string_map(ctx, meta, "annotations", "metadata.annotations")
     priority = ctx.integer(spec, "priority", "spec.priority")
     psets = pod_sets(ctx, spec)
@@ -357,12 +372,47 @@ def decode_workload(ctx: Ctx, obj: Mapping[str, Any], version: str) -> Workload:
         finished=is_true("Finished"),
         admission=adm,
         quota_reserved=is_true("QuotaReserved"),
-        quota_reserved_at=when("QuotaReserved") if is_true("QuotaReserved") else None,
+        quota_reserved_at=reserved_at,
+        running_since=(when("Admitted") if is_true("Admitted") else None)
+        or reserved_at,
+        max_execution_seconds=ctx.integer(
+            spec,
+            "maximumExecutionTimeSeconds",
+            "spec.maximumExecutionTimeSeconds",
+            minimum=1,
+        ),
+        past_execution_seconds=ctx.integer(
+            status,
+            "accumulatedPastExecutionTimeSeconds",
+            "status.accumulatedPastExecutionTimeSeconds",
+            default=0,
+            minimum=0,
+        )
+        or 0,
+        expected_seconds=_expected(ctx, annotations),
+        owner_uids=owner_uids(ctx, meta),
+        newest_timestamp=max(known) if known else None,
         evicted=is_true("Evicted"),
         labels=string_map(ctx, meta, "labels", "metadata.labels"),
         annotations=annotations,
         replaces=annotations.get(SLICE_REPLACEMENT_FOR) or None,
     )
+
+
+def _expected(ctx: Ctx, annotations: Mapping[str, str]) -> int | None:
+    """The ``placewise.io/expected-duration`` annotation in whole seconds."""
+    raw = annotations.get(EXPECTED_DURATION)
+    if raw is None:
+        return None
+    seconds = duration_seconds(raw)
+    if seconds is None or seconds <= 0:
+        ctx.error(
+            f"metadata.annotations.{EXPECTED_DURATION}",
+            f"{describe(raw)} is not a positive duration (a Go duration such "
+            "as 90m or 1h30m, or whole seconds)",
+        )
+        return None
+    return seconds
 
 
 def _default_counts(adm: Admission, psets: tuple[PodSet, ...]) -> Admission:

@@ -1,0 +1,78 @@
+"""What a preemption throws away: the victim's GPU-time since it started.
+
+Maximising the GPUs running *now* on every event preempts for any gain, so
+replayed over hours the optimizer evicted 4-5x as often as Kueue and jobs
+finished later (issue 19).  A victim is priced by the work it loses —
+its GPUs x how long it has run — converted into GPUs of its own priority
+tier by the policy's ``preemption_price`` (GPUs per GPU-hour lost): a
+preemption pays only where the GPUs it adds to that tier outweigh it.
+Tiers above stay lexicographically first, so a higher tier may still
+preempt whatever Kueue's rules allow; not preempting is always allowed.
+
+Where a victim's start is unknown it is assumed to have run the median of
+the known elapsed times (no better guess in the snapshot); with no time
+known at all nothing is priced, so an instance without times solves as
+before.  Work known to end within ``finish_window_minutes`` is left to
+finish (not preemptible in this solve).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from placewise.models.snapshot import Snapshot
+from placewise.solver.policy import Policy, accelerators
+
+HOUR = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class LostWork:
+    """Per running workload, what preempting it would throw away."""
+
+    gpu_seconds: dict[str, int] = field(default_factory=dict)
+    """Workload key -> GPU-seconds lost (GPUs x elapsed or assumed seconds)."""
+    finishing: frozenset[str] = frozenset()
+    """Keys of running workloads known to end within the finish window."""
+    assumed_elapsed: int = 0
+    """Seconds assumed where a workload's start is unknown (the median)."""
+
+    @property
+    def priced(self) -> bool:
+        return bool(self.gpu_seconds) or bool(self.finishing)
+
+
+def lost_work(snapshot: Snapshot, pol: Policy) -> LostWork:
+    """Nothing when the price is zero: the objective is then Kueue-like."""
+    if pol.preemption_price <= 0:
+        return LostWork()
+    times = snapshot.run_times
+    known = [rt.elapsed for rt in times.values() if rt.elapsed is not None]
+    assumed = int(statistics.median_low(known)) if known else 0
+    lost: dict[str, int] = {}
+    for w in snapshot.running:
+        rt = times.get(w.key)
+        elapsed = rt.elapsed if rt is not None and rt.elapsed is not None else assumed
+        usage: dict[str, int] = {}
+        for (_f, r), q in w.usage().items():
+            usage[r] = usage.get(r, 0) + q
+        gpus = accelerators(usage, pol)
+        if gpus > 0 and elapsed > 0:
+            lost[w.key] = gpus * elapsed
+    window = pol.finish_window_minutes * 60
+    finishing = frozenset(
+        k
+        for k, rt in times.items()
+        if rt.remaining is not None and rt.remaining < window
+    )
+    return LostWork(lost, finishing, assumed)
+
+
+def price_units(gpu_seconds: int, per_gpu: int, pol: Policy) -> int:
+    """The lost work in units of ``1 / per_gpu`` GPU, rounded up:
+    ``price x GPU-hours``.  Exact (the price as a fraction), so a plan is
+    priced the same wherever it is compared."""
+    price = Fraction(pol.preemption_price).limit_denominator(10**6)
+    return -((-per_gpu * price * gpu_seconds) // HOUR)
