@@ -14,6 +14,7 @@ from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
 from placewise.solver.greedy.fair import FairSearch
+from placewise.solver.greedy.runs import RunMoves
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.order import candidate_order
@@ -118,32 +119,25 @@ class _Walk:
         self.items: list[_Candidate] = []
         self.pos = 0
 
-    def extend(self, index: int, removed: int) -> None:
+    def extend(self, index: int) -> None:
         """Make ``items[index]`` exist if the walk reaches that far.
 
-        Validity is judged with every earlier item removed; the state holds
-        ``items[:removed]`` removed already, so the rest is removed for quota
-        only while walking and put back after.
+        Validity is judged with every earlier item removed: the caller
+        (:meth:`Preemptor._first_tas_fit`) keeps every item removed from
+        quota while it walks, so a new valid item is simply removed too.
         """
         if index < len(self.items) or self.pos >= len(self.candidates):
             return
-        # Walk well past the index: each extension costs moving the tail
-        # out and back, so doubling keeps the total linear.
+        # Walk well past the index: doubling keeps the number of
+        # extensions (and of re-indexed runs) logarithmic.
         index = max(index, 2 * len(self.items) + 16)
-        state = self.owner.state
-        quota = state.quota
-        rest = [c.info for c in self.items[removed:]]
-        state.quota_move(rest, -1)
-        start = len(self.items)
-        try:
-            while len(self.items) <= index and self.pos < len(self.candidates):
-                cand = self.candidates[self.pos]
-                self.pos += 1
-                if self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
-                    quota.remove_usage(cand.info.cq, cand.info.usage)
-                    self.items.append(cand)
-        finally:
-            state.quota_move(rest + [c.info for c in self.items[start:]], 1)
+        quota = self.owner.state.quota
+        while len(self.items) <= index and self.pos < len(self.candidates):
+            cand = self.candidates[self.pos]
+            self.pos += 1
+            if self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
+                quota.remove_usage(cand.info.cq, cand.info.usage)
+                self.items.append(cand)
 
 
 class Preemptor:
@@ -200,8 +194,7 @@ class Preemptor:
                 end = first if memo is None else self._first_tas_fit(walk, first, memo)
                 if end is None:
                     continue
-                for cand in seq[: end + 1]:
-                    self._remove(cand.info, memo)
+                self._remove_all([c.info for c in seq[: end + 1]], memo)
                 targets = [Target(c.info, c.variant.reason) for c in seq[: end + 1]]
                 targets = self._fill_back(wl, usage, borrowing, memo, targets)
                 for t in targets:
@@ -278,21 +271,29 @@ class Preemptor:
         return walk, first
 
     def _first_tas_fit(self, walk: _Walk, first: int, memo: _TasMemo) -> int | None:
-        """Smallest i >= first whose prefix walk[:i+1] removed lets TAS fit."""
+        """Smallest i >= first whose prefix walk[:i+1] removed lets TAS fit.
+
+        Quota: every walked candidate stays removed until the end (what
+        :meth:`_Walk.extend` judges validity against; the TAS check reads no
+        quota). TAS: only the probed prefix is removed, moved run by run.
+        Both end where they started.
+        """
         seq = walk.items
+        infos = [c.info for c in seq]
+        moves = RunMoves(self.state, infos)
+        self.state.quota_move(infos, -1)
         removed = 0
 
         def fits_with(i: int) -> bool:
             nonlocal removed
+            infos.extend(c.info for c in seq[len(infos) :])
             if removed < i + 1:
-                moved = [c.info for c in seq[removed : i + 1]]
-                self.state.move_many(moved, -1)
-                for info in moved:
+                moves.move(removed, i + 1, -1)
+                for info in infos[removed : i + 1]:
                     memo.freed(info)
             elif removed > i + 1:
-                moved = [c.info for c in seq[i + 1 : removed]]
-                self.state.move_many(moved, 1)
-                for info in moved:
+                moves.move(i + 1, removed, 1)
+                for info in infos[i + 1 : removed]:
                     memo.taken(info)
             removed = i + 1
             return memo()
@@ -307,7 +308,7 @@ class Preemptor:
                 lo = probe + 1
                 want = first + step
                 step *= 2
-                walk.extend(want, removed)
+                walk.extend(want)
                 if lo >= len(seq):
                     return None
                 probe = min(want, len(seq) - 1)
@@ -320,14 +321,27 @@ class Preemptor:
             return hi
         finally:
             if removed:
-                self.state.move_many([c.info for c in seq[:removed]], 1)
+                moves.move(0, removed, 1)
                 memo.value = None
+            infos.extend(c.info for c in seq[len(infos) :])
+            self.state.quota_move(infos, 1)
 
     def _remove(self, info: WlInfo, memo: _TasMemo | None) -> None:
         # Without a TAS check only quota matters: skip the capacity tables.
         self.state.remove(info, tas_too=self._tas)
         if memo is not None:
             memo.freed(info)
+
+    def _remove_all(self, infos: list[WlInfo], memo: _TasMemo | None) -> None:
+        """:meth:`_remove` of each, with TAS in one table update."""
+        if not self._tas:
+            for info in infos:
+                self._remove(info, memo)
+            return
+        self.state.move_many(infos, -1)
+        if memo is not None:
+            for info in infos:
+                memo.freed(info)
 
     def _add(self, info: WlInfo, memo: _TasMemo | None) -> None:
         self.state.add(info, tas_too=self._tas)
