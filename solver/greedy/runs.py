@@ -2,12 +2,11 @@
 
 Kueue's remove-until-fit search (:mod:`.preemption`) looks for the first
 prefix of its candidate list after which the preemptor's TAS placement
-fits, by galloping and binary search: every probe moves a run of
-consecutive candidates (``seq[a:b]``) out of or back into the capacity
-tables. At 10,000 hosts a run is a few dozen workloads and a search makes
-about ten probes, so gathering and concatenating the runs' table rows on
-every probe cost more than the table update itself. Here each candidate's
-rows are appended once, per table, and a run is a slice of them.
+fits, by bisection: every probe moves a run of consecutive candidates
+(``seq[a:b]``) out of or back into the capacity tables. At 10,000 hosts a
+run is a few dozen workloads, so gathering and concatenating the runs'
+table rows on every probe cost more than the table update itself. Here
+each candidate's rows are appended once, per table, and a run is a slice.
 
 The tables see exactly the update :meth:`ClusterState.move_many` would
 make for the same run (same rows, same sums), so results are unchanged.
@@ -76,7 +75,7 @@ class RunMoves:
     def __init__(self, state: ClusterState, seq: Sequence[WlInfo]) -> None:
         self.state = state
         self.seq = seq
-        """The walk's candidates; it may grow between moves."""
+        """The walk's candidates (indexed lazily, as far as moves reach)."""
         self._indexed = 0
         self._tables: dict[int, _Table] = {}
 
