@@ -120,19 +120,27 @@ class _Walk:
         self.items: list[_Candidate] = []
         self.pos = 0
 
-    def finish(self) -> None:
+    def finish(self, removed: list[WlInfo]) -> None:
         """Walk to the end: every remaining valid candidate.
 
-        Validity is judged with every earlier item removed: the caller
-        (:meth:`Preemptor._first_tas_fit`) keeps every item removed from
-        quota while it walks, so a new valid item is simply removed too.
+        Validity is judged with every earlier item removed from quota: the
+        caller keeps the walk's items removed while it probes TAS, and new
+        ones are removed here (and listed in ``removed``) — except those of
+        the preemptor's own queue. Those are valid anyway, and no other
+        candidate's validity reads what they free: it reads the
+        candidate's queue and cohorts below the cohort it was collected
+        at, which is already an ancestor of the preemptor's queue.
         """
         quota = self.owner.state.quota
+        own = self.wl.cq
         while self.pos < len(self.candidates):
             cand = self.candidates[self.pos]
             self.pos += 1
-            if self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
+            if cand.info.cq == own:
+                self.items.append(cand)
+            elif self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
                 quota.remove_usage(cand.info.cq, cand.info.usage)
+                removed.append(cand.info)
                 self.items.append(cand)
 
 
@@ -180,7 +188,9 @@ class Preemptor:
             attempts = [True, False]
         memo = _TasMemo(tas_fits) if tas_fits is not None else None
         for borrowing in attempts:
-            walk, first = self._quota_pass(wl, usage, borrowing, frs_need, candidates)
+            walk, first = self._quota_pass(
+                wl, usage, borrowing, frs_need, candidates, keep=memo is not None
+            )
             if first is None:
                 continue
             seq = walk.items
@@ -237,6 +247,7 @@ class Preemptor:
         borrowing: bool,
         frs_need: frozenset[FR],
         candidates: list[_Candidate],
+        keep: bool = False,
     ) -> tuple[_Walk, int | None]:
         """Kueue's walk with quota only, up to the first prefix after which
         quota fits: the valid candidates so far (validity depends on quota
@@ -245,7 +256,9 @@ class Preemptor:
         Both quota fit and TAS fit only grow as victims are removed, so the
         first prefix where both hold — Kueue's answer — is the first TAS fit
         at or after this quota fit; the TAS part is then searched in
-        O(log n) placements instead of one per candidate.
+        O(log n) placements instead of one per candidate. ``keep``: when
+        quota fits, the walk stays removed from quota for that search
+        (:meth:`_first_tas_fit` puts it back).
         """
         walk = _Walk(self, wl, borrowing, frs_need, candidates)
         first: int | None = None
@@ -262,7 +275,8 @@ class Preemptor:
                     first = len(seq) - 1
                     break
         finally:
-            self.state.quota_move([c.info for c in seq], 1)
+            if first is None or not keep:
+                self.state.quota_move([c.info for c in seq], 1)
         return walk, first
 
     def _first_tas_fit(self, walk: _Walk, first: int, memo: _TasMemo) -> int | None:
@@ -276,8 +290,8 @@ class Preemptor:
         Both end where they started.
         """
         seq = walk.items
-        self.state.quota_move([c.info for c in seq], -1)
-        walk.finish()
+        removed_quota = [c.info for c in seq]  # left removed by the quota pass
+        walk.finish(removed_quota)
         infos = [c.info for c in seq]
         moves = RunMoves(self.state, infos)
         removed = 0
@@ -313,7 +327,7 @@ class Preemptor:
             if removed:
                 moves.move(0, removed, 1)
                 memo.value = None
-            self.state.quota_move(infos, 1)
+            self.state.quota_move(removed_quota, 1)
 
     def _remove(self, info: WlInfo, memo: _TasMemo | None) -> None:
         # Without a TAS check only quota matters: skip the capacity tables.

@@ -6,7 +6,7 @@ fits, by bisection: every probe moves a run of consecutive candidates
 (``seq[a:b]``) out of or back into the capacity tables. At 10,000 hosts a
 run is a few dozen workloads, so gathering and concatenating the runs'
 table rows on every probe cost more than the table update itself. Here
-each candidate's rows are appended once, per table, and a run is a slice.
+the whole walk's rows are concatenated once per table, and a run is a slice.
 
 The tables see exactly the update :meth:`ClusterState.move_many` would
 make for the same run (same rows, same sums), so results are unchanged.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import accumulate
 
 import numpy as np
 
@@ -29,40 +30,20 @@ class _Table:
     """The prepared usages of one capacity table, in candidate order.
 
     Per usage: the candidate it belongs to, and running totals of table rows
-    and of saturating usages, so that a run of candidates is two bisections.
+    and of saturating usages, so that a run of candidates is two bisections
+    and a slice of the rows, concatenated once.
     """
 
-    def __init__(self, owner: FlavorTree | None) -> None:
+    def __init__(
+        self, owner: FlavorTree | None, cands: list[int], items: list[Prepared]
+    ) -> None:
         self.owner = owner
-        self.items: list[Prepared] = []
-        self.cand: list[int] = []
-        self.row_end: list[int] = [0]
-        self.big_end: list[int] = [0]
-        self._keys = np.zeros(0, dtype=np.int64)
-        self._delta: IntArray | None = None
-        self._built = 0
-        """Usages concatenated into ``_keys``/``_delta`` so far."""
-
-    def add(self, cand: int, p: Prepared) -> None:
-        self.items.append(p)
-        self.cand.append(cand)
-        self.row_end.append(self.row_end[-1] + len(p.keys))
-        self.big_end.append(self.big_end[-1] + p.big)
-
-    def rows(self, upto: int) -> tuple[IntArray, IntArray]:
-        """Keys and deltas of the first ``upto`` usages, concatenated."""
-        if self._built < upto:
-            # Everything indexed so far: the walk only grows, so this
-            # happens about once per extension of the walk.
-            fresh = self.items[self._built :]
-            self._keys = np.concatenate([self._keys, *(p.keys for p in fresh)])
-            deltas = [p.delta for p in fresh]
-            if self._delta is not None:
-                deltas.insert(0, self._delta)
-            self._delta = np.concatenate(deltas)
-            self._built = len(self.items)
-        assert self._delta is not None
-        return self._keys, self._delta
+        self.items = items
+        self.cand = cands
+        self.row_end = [0, *accumulate(len(p.keys) for p in items)]
+        self.big_end = [0, *accumulate(int(p.big) for p in items)]
+        self.keys: IntArray = np.concatenate([p.keys for p in items])
+        self.delta: IntArray = np.concatenate([p.delta for p in items])
 
 
 class RunMoves:
@@ -75,25 +56,20 @@ class RunMoves:
     def __init__(self, state: ClusterState, seq: Sequence[WlInfo]) -> None:
         self.state = state
         self.seq = seq
-        """The walk's candidates (indexed lazily, as far as moves reach)."""
-        self._indexed = 0
-        self._tables: dict[int, _Table] = {}
-
-    def _index(self, upto: int) -> None:
-        """Index the candidates before ``upto`` (only what a move needs)."""
-        for i in range(self._indexed, upto):
-            for p in self.state.prepared(self.seq[i]):
+        grouped: dict[int, tuple[FlavorTree | None, list[int], list[Prepared]]] = {}
+        for i, info in enumerate(seq):
+            for p in state.prepared(info):
                 if len(p.keys):
                     key = -1 if p.owner is None else id(p.owner)
-                    table = self._tables.get(key)
-                    if table is None:
-                        table = self._tables[key] = _Table(p.owner)
-                    table.add(i, p)
-        self._indexed = max(self._indexed, upto)
+                    group = grouped.get(key)
+                    if group is None:
+                        group = grouped[key] = (p.owner, [], [])
+                    group[1].append(i)
+                    group[2].append(p)
+        self._tables = [_Table(*group) for group in grouped.values()]
 
     def move(self, a: int, b: int, sign: int) -> None:
         """Remove (-1) or add back (1) candidates ``[a, b)``."""
-        self._index(b)
         running = self.state.running
         if sign > 0:
             for info in self.seq[a:b]:
@@ -102,7 +78,7 @@ class RunMoves:
             for info in self.seq[a:b]:
                 running[info.cq].pop(info.key, None)
         tas = self.state.tas
-        for table in self._tables.values():
+        for table in self._tables:
             i0, i1 = bisect_left(table.cand, a), bisect_left(table.cand, b)
             if i0 == i1:
                 continue
@@ -111,8 +87,12 @@ class RunMoves:
                 p = table.items[i0]
                 tas.move_rows(table.owner, p.keys, p.delta, sign, big)
                 continue
-            keys, delta = table.rows(i1)
             r0, r1 = table.row_end[i0], table.row_end[i1]
             tas.move_rows(
-                table.owner, keys[r0:r1], delta[r0:r1], sign, big, unique=False
+                table.owner,
+                table.keys[r0:r1],
+                table.delta[r0:r1],
+                sign,
+                big,
+                unique=False,
             )
