@@ -20,7 +20,7 @@ from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.order import candidate_order
 from placewise.solver.kueue.preemption import (
     may_reclaim_while_borrowing,
-    satisfies_policy,
+    satisfying_policy,
 )
 from placewise.solver.kueue.quota import FR, QuotaNode, cq_id
 from placewise.solver.kueue.workload import WlInfo
@@ -380,21 +380,26 @@ class Preemptor:
             fixed = Variant.RECLAIM_WITHOUT_BORROWING
         else:
             fixed = None
+        pool = satisfying_policy(
+            wl,
+            (
+                i
+                for i in running.values()
+                if i.preemptible and not i.frs.isdisjoint(frs_need)
+            ),
+            policy,
+        )
+        if fixed is not None:
+            return [_Candidate(info, lca, fixed) for info in pool]
         out = []
-        for info in running.values():
-            if not info.preemptible:
-                continue
-            if not (info.frs & frs_need) or not satisfies_policy(wl, info, policy):
-                continue
-            variant = fixed
-            if variant is None:
-                variant = (
-                    Variant.RECLAIM_WHILE_BORROWING
-                    if may_reclaim_while_borrowing(
-                        pre.borrow_within_cohort, wl.priority, info.priority
-                    )
-                    else Variant.RECLAIM_WITHOUT_BORROWING
+        for info in pool:
+            variant = (
+                Variant.RECLAIM_WHILE_BORROWING
+                if may_reclaim_while_borrowing(
+                    pre.borrow_within_cohort, wl.priority, info.priority
                 )
+                else Variant.RECLAIM_WITHOUT_BORROWING
+            )
             out.append(_Candidate(info, lca, variant))
         return out
 

@@ -58,6 +58,8 @@ class RunMoves:
         self.seq = seq
         grouped: dict[int, tuple[FlavorTree | None, list[int], list[Prepared]]] = {}
         for i, info in enumerate(seq):
+            if not info.tas:
+                continue
             for p in state.prepared(info):
                 if len(p.keys):
                     key = -1 if p.owner is None else id(p.owner)
