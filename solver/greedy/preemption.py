@@ -524,11 +524,22 @@ class Preemptor:
         memo = tas_fits if isinstance(tas_fits, _TasMemo) else None
         i = len(targets) - 2
         while i >= 0:
-            self._add(targets[i].info, memo)
-            if self.fits(wl, usage, borrowing, tas_fits):
+            info = targets[i].info
+            # Quota first: when it alone refuses (the common case), the TAS
+            # tables are never touched, instead of moved in and out again.
+            self.state.add(info, tas_too=False)
+            if not self.fits(wl, usage, borrowing, None):
+                self.state.remove(info, tas_too=False)
+                i -= 1
+                continue
+            if self._tas and info.tas:
+                self.state.tas.apply(self.state.prepared(info), 1)
+            if memo is not None:
+                memo.taken(info)
+            if tas_fits is None or tas_fits():
                 targets[i] = targets[-1]
                 targets.pop()
             else:
-                self._remove(targets[i].info, memo)
+                self._remove(info, memo)
             i -= 1
         return targets
