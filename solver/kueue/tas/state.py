@@ -22,6 +22,13 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.workload import TopologyAssignment
 from placewise.solver.kueue.tas.assign import assign_group
 from placewise.solver.kueue.tas.capacity import Demand, demand, fit_count, free_view
+from placewise.solver.kueue.tas.memo import (
+    EMPTY_CACHE,
+    FIT_ROWS_CACHE,
+    RequestsKey,
+    leaf_needs,
+    requests_key,
+)
 from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
 from placewise.solver.kueue.tas.types import (
     CAP,
@@ -32,35 +39,6 @@ from placewise.solver.kueue.tas.types import (
 
 Groups = Sequence[Sequence[TasPodSetRequest]]
 Usage = tuple[str, TopologyAssignment, dict[str, int]]
-
-
-_EMPTY_CACHE = 1024
-"""Simulate-empty results remembered; beyond that the cache starts over."""
-
-_RequestsKey = tuple[tuple[str, tuple[tuple[object, ...], ...]], ...]
-
-
-def _requests_key(requests: Mapping[str, Groups]) -> _RequestsKey:
-    """Everything a placement reads from its requests, hashable."""
-    return tuple(
-        (
-            flavor,
-            tuple(
-                tuple(
-                    (
-                        r.name,
-                        r.count,
-                        tuple(sorted(r.requests.items())),
-                        r.topology,
-                        r.placement,
-                    )
-                    for r in group
-                )
-                for group in requests[flavor]
-            ),
-        )
-        for flavor in sorted(requests)
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +101,11 @@ class TasState:
                     self._host_identity.add(name)
         self._workloads: dict[str, list[Usage]] = {}
         self._demands: dict[tuple[tuple[str, int], ...], Demand] = {}
-        self._empty_results: dict[tuple[bool, _RequestsKey], TasResult] = {}
+        self._empty_results: dict[tuple[bool, RequestsKey], TasResult] = {}
+        self._fit_rows: dict[
+            tuple[str, int],
+            tuple[TopologyAssignment, tuple[IntArray, IntArray] | None],
+        ] = {}
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> TasState:
@@ -236,10 +218,10 @@ class TasState:
             # Simulate-empty placements read only the static ``base``: the
             # same request always gets the same answer (the greedy asks
             # again for every preempting head of the same shape).
-            key = (quiet, _requests_key(requests))
+            key = (quiet, requests_key(requests))
             hit = self._empty_results.get(key)
             if hit is None:
-                if len(self._empty_results) >= _EMPTY_CACHE:
+                if len(self._empty_results) >= EMPTY_CACHE:
                     self._empty_results.clear()
                 hit = self._empty_results[key] = self._find_all(
                     requests, True, None, quiet
@@ -525,19 +507,20 @@ class TasState:
         tree = self._trees.get(flavor)
         if tree is None:
             return False
-        leaves: list[int] = []
-        counts: list[int] = []
-        for dom in assignment.domains:
-            leaf = tree.leaf_of(dom.values)
-            if leaf is None:
-                return False
-            leaves.append(leaf)
-            counts.append(dom.count)
-        if not leaves:
+        # The same assignment is checked again whenever its workload is
+        # processed: its leaves and pods per leaf are kept (with the
+        # assignment itself, so its id cannot be reused meanwhile).
+        key = (flavor, id(assignment))
+        hit = self._fit_rows.get(key)
+        if hit is None or hit[0] is not assignment:
+            if len(self._fit_rows) >= FIT_ROWS_CACHE:
+                self._fit_rows.clear()
+            hit = self._fit_rows[key] = (assignment, leaf_needs(tree, assignment))
+        rows = hit[1]
+        if rows is None:
+            return False
+        uniq, need = rows
+        if not uniq.size:
             return True
-        uniq, inverse = np.unique(
-            np.asarray(leaves, dtype=np.int64), return_inverse=True
-        )
-        need = np.bincount(inverse, weights=counts).astype(np.int64)
         got = fit_count(tree.rem[:, uniq], self._demand(per_pod))
         return bool((got >= need).all())
