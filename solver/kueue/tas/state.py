@@ -141,6 +141,9 @@ class TasState:
             if tree.hostname:
                 hosts.update((p[-1], None) for p in tree.leaf_paths)
         state = cls(resources, trees, sorted(hosts))
+        # One table update for all running usage: with no negative delta,
+        # saturating the sum once equals saturating after every add.
+        running: list[Prepared] = []
         for wl in snapshot.running:
             if wl.admission is None:
                 continue
@@ -154,8 +157,13 @@ class TasState:
                     for r, v in psa.resource_usage.items()
                     if r != PODS
                 }
-                state.add_usage(tas[0], ta, per_pod)
+                running.append(state.prepare(tas[0], ta, per_pod))
                 state._workloads.setdefault(wl.key, []).append((tas[0], ta, per_pod))
+        if all(p.delta.size == 0 or int(p.delta.min()) >= 0 for p in running):
+            state.apply(running, 1)
+        else:
+            for p in running:
+                state.apply([p], 1)
         return state
 
     # -- introspection -------------------------------------------------------
