@@ -255,9 +255,7 @@ def decode_node(ctx: Ctx, obj: Mapping[str, Any]) -> Node:
     meta = ctx.mapping(obj, "metadata", "metadata")
     spec = ctx.mapping(obj, "spec", "spec")
     status = ctx.mapping(obj, "status", "status")
-    # Every field is decoded and typed above (a dump holds tens of thousands
-    # of nodes and pods): pydantic's validation would only copy them.
-    return Node.model_construct(
+    return Node(
         name=ctx.name,
         labels=string_map(ctx, meta, "labels", "metadata.labels"),
         allocatable=ctx.resources(status, "allocatable", "status.allocatable"),
@@ -272,7 +270,7 @@ def decode_pod(ctx: Ctx, obj: Mapping[str, Any]) -> Pod:
     spec = ctx.mapping(obj, "spec", "spec")
     status = ctx.mapping(obj, "status", "status")
     annotations = string_map(ctx, meta, "annotations", "metadata.annotations")
-    return Pod.model_construct(
+    return Pod(
         namespace=ctx.namespace,
         name=ctx.name,
         node_name=ctx.string(spec, "nodeName", "spec.nodeName"),
