@@ -5,6 +5,7 @@ Each load runs in a fresh process so peak memory (ru_maxrss) is the
 loader's own; the figure reported is the median wall time of ``--runs``.
 
     python -m placewise.benchmarks.load_bench [--runs 3] [--family load-10k] [--seed 1]
+        [--formats json,yaml]
 
 Targets (2-core machine): JSON under 5 s, YAML under 20 s, under 1.5 GiB.
 """
@@ -56,10 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--family", default="load-10k")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--formats", default="json,yaml", help="comma-separated: json, yaml"
+    )
     args = parser.parse_args(argv)
     objects = generate(family(args.family), args.seed)
     with tempfile.TemporaryDirectory() as tmp:
-        for fmt in ("json", "yaml"):
+        for fmt in args.formats.split(","):
             path = Path(tmp) / f"dump.{fmt}"
             write(objects, path, fmt)
             r = measure(path, args.runs)

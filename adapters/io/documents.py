@@ -75,11 +75,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _json_depth_ok(doc: Any) -> bool:
-    """Level by level, not recursively (the check must not recurse where the
-    parser could not); about 0.3 s for a 50 MB dump, a tenth of its load."""
+def _json_depth_ok(doc: Any, limit: int = MAX_DEPTH) -> bool:
+    """At most ``limit`` levels of containers, ``doc`` the first.
+
+    Level by level, not recursively (the check must not recurse where the
+    parser could not); about 0.3 s for a 50 MB dump, so a ``List``'s items
+    are only walked when their text could be that deep (see
+    :func:`_json_listed`)."""
     level = [doc] if type(doc) is dict or type(doc) is list else []
-    for _ in range(MAX_DEPTH):
+    for _ in range(limit):
         if not level:
             return True
         items: list[Any] = []
@@ -87,6 +91,20 @@ def _json_depth_ok(doc: Any) -> bool:
             items.extend(value.values() if type(value) is dict else value)
         level = [v for v in items if type(v) is dict or type(v) is list]
     return not level
+
+
+def _listed_depth_ok(doc: Any, starts: list[int], deep: list[Any]) -> bool:
+    """:func:`_json_depth_ok` of a document read by :func:`_json_listed`,
+    walking only the listed items that ``deep`` holds (the doc is level 1,
+    its list level 1 or 2, so an item may nest the rest)."""
+    if isinstance(doc, list):
+        return all(_json_depth_ok(v, MAX_DEPTH - 1) for v in deep)
+    if isinstance(doc.get("items"), list) and starts:
+        rest = {k: v for k, v in doc.items() if k != "items"}
+        return _json_depth_ok(rest) and all(
+            _json_depth_ok(v, MAX_DEPTH - 2) for v in deep
+        )
+    return _json_depth_ok(doc)
 
 
 def parse_json(text: str) -> Any:
@@ -128,16 +146,20 @@ def _json_listed(text: str) -> tuple[Any, list[int] | None]:
         end = _SPACE.match(text, i)
         return i if end is None else end.end()
 
-    def array(i: int, starts: list[int]) -> tuple[list[Any], int]:
+    def array(i: int, starts: list[int], deep: list[Any]) -> tuple[list[Any], int]:
         out: list[Any] = []
         i = skip(i + 1)
         if text[i] == "]":
             return out, i + 1
         while True:
             starts.append(i)
-            value, i = scan(text, i)
+            value, end = scan(text, i)
+            # Nesting needs an opening bracket per level: an item with few
+            # in its text (strings included) cannot be too deep.
+            if text.count("{", i, end) + text.count("[", i, end) > MAX_DEPTH - 2:
+                deep.append(value)
             out.append(value)
-            i = skip(i)
+            i = skip(end)
             if text[i] == "]":
                 return out, i + 1
             if text[i] != ",":
@@ -145,11 +167,13 @@ def _json_listed(text: str) -> tuple[Any, list[int] | None]:
             i = skip(i + 1)
 
     starts: list[int] = []
+    deep: list[Any] = []
+    """Items of the listed array whose depth must be walked."""
     try:
         i = skip(0)
         if text[i] == "[":
             doc: Any
-            doc, i = array(i, starts)
+            doc, i = array(i, starts, deep)
         elif text[i] == "{":
             doc, i = {}, skip(i + 1)
             while text[i] != "}":
@@ -159,8 +183,8 @@ def _json_listed(text: str) -> tuple[Any, list[int] | None]:
                     raise ValueError("expected a key")
                 i = skip(i + 1)
                 if key == "items" and text[i] == "[":
-                    starts = []
-                    doc[key], i = array(i, starts)
+                    starts, deep = [], []
+                    doc[key], i = array(i, starts, deep)
                 else:
                     doc[key], i = scan(text, i)
                 i = skip(i)
@@ -171,7 +195,7 @@ def _json_listed(text: str) -> tuple[Any, list[int] | None]:
             i += 1
         else:
             raise ValueError("not a List")
-        if text[i:].strip() or not _json_depth_ok(doc):
+        if text[i:].strip() or not _listed_depth_ok(doc, starts, deep):
             raise ValueError("trailing data or too deep")
     except (ValueError, IndexError, StopIteration, RecursionError):
         return parse_json(text), None

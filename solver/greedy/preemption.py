@@ -14,12 +14,13 @@ from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
 from placewise.solver.greedy.fair import FairSearch
+from placewise.solver.greedy.runs import RunMoves
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.order import candidate_order
 from placewise.solver.kueue.preemption import (
     may_reclaim_while_borrowing,
-    satisfies_policy,
+    satisfying_policy,
 )
 from placewise.solver.kueue.quota import FR, QuotaNode, cq_id
 from placewise.solver.kueue.workload import WlInfo
@@ -103,7 +104,8 @@ def borrow_forbidden(cq: ClusterQueue) -> bool:
 
 
 class _Walk:
-    """Kueue's candidate walk, taken lazily: the valid candidates in order."""
+    """Kueue's candidate walk, taken lazily: the valid candidates in order
+    (up to the quota fit first, then, if TAS needs more, to the end)."""
 
     def __init__(
         self,
@@ -118,32 +120,28 @@ class _Walk:
         self.items: list[_Candidate] = []
         self.pos = 0
 
-    def extend(self, index: int, removed: int) -> None:
-        """Make ``items[index]`` exist if the walk reaches that far.
+    def finish(self, removed: list[WlInfo]) -> None:
+        """Walk to the end: every remaining valid candidate.
 
-        Validity is judged with every earlier item removed; the state holds
-        ``items[:removed]`` removed already, so the rest is removed for quota
-        only while walking and put back after.
+        Validity is judged with every earlier item removed from quota: the
+        caller keeps the walk's items removed while it probes TAS, and new
+        ones are removed here (and listed in ``removed``) — except those of
+        the preemptor's own queue. Those are valid anyway, and no other
+        candidate's validity reads what they free: it reads the
+        candidate's queue and cohorts below the cohort it was collected
+        at, which is already an ancestor of the preemptor's queue.
         """
-        if index < len(self.items) or self.pos >= len(self.candidates):
-            return
-        # Walk well past the index: each extension costs moving the tail
-        # out and back, so doubling keeps the total linear.
-        index = max(index, 2 * len(self.items) + 16)
-        state = self.owner.state
-        quota = state.quota
-        rest = [c.info for c in self.items[removed:]]
-        state.quota_move(rest, -1)
-        start = len(self.items)
-        try:
-            while len(self.items) <= index and self.pos < len(self.candidates):
-                cand = self.candidates[self.pos]
-                self.pos += 1
-                if self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
-                    quota.remove_usage(cand.info.cq, cand.info.usage)
-                    self.items.append(cand)
-        finally:
-            state.quota_move(rest + [c.info for c in self.items[start:]], 1)
+        quota = self.owner.state.quota
+        own = self.wl.cq
+        while self.pos < len(self.candidates):
+            cand = self.candidates[self.pos]
+            self.pos += 1
+            if cand.info.cq == own:
+                self.items.append(cand)
+            elif self.owner._valid(self.wl, cand, self.borrowing, self.frs_need):
+                quota.remove_usage(cand.info.cq, cand.info.usage)
+                removed.append(cand.info)
+                self.items.append(cand)
 
 
 class Preemptor:
@@ -190,7 +188,9 @@ class Preemptor:
             attempts = [True, False]
         memo = _TasMemo(tas_fits) if tas_fits is not None else None
         for borrowing in attempts:
-            walk, first = self._quota_pass(wl, usage, borrowing, frs_need, candidates)
+            walk, first = self._quota_pass(
+                wl, usage, borrowing, frs_need, candidates, keep=memo is not None
+            )
             if first is None:
                 continue
             seq = walk.items
@@ -200,8 +200,7 @@ class Preemptor:
                 end = first if memo is None else self._first_tas_fit(walk, first, memo)
                 if end is None:
                     continue
-                for cand in seq[: end + 1]:
-                    self._remove(cand.info, memo)
+                self._remove_all([c.info for c in seq[: end + 1]], memo)
                 targets = [Target(c.info, c.variant.reason) for c in seq[: end + 1]]
                 targets = self._fill_back(wl, usage, borrowing, memo, targets)
                 for t in targets:
@@ -248,6 +247,7 @@ class Preemptor:
         borrowing: bool,
         frs_need: frozenset[FR],
         candidates: list[_Candidate],
+        keep: bool = False,
     ) -> tuple[_Walk, int | None]:
         """Kueue's walk with quota only, up to the first prefix after which
         quota fits: the valid candidates so far (validity depends on quota
@@ -256,8 +256,9 @@ class Preemptor:
         Both quota fit and TAS fit only grow as victims are removed, so the
         first prefix where both hold — Kueue's answer — is the first TAS fit
         at or after this quota fit; the TAS part is then searched in
-        O(log n) placements instead of one per candidate, and the walk is
-        extended only as far as that search looks.
+        O(log n) placements instead of one per candidate. ``keep``: when
+        quota fits, the walk stays removed from quota for that search
+        (:meth:`_first_tas_fit` puts it back).
         """
         walk = _Walk(self, wl, borrowing, frs_need, candidates)
         first: int | None = None
@@ -274,43 +275,47 @@ class Preemptor:
                     first = len(seq) - 1
                     break
         finally:
-            self.state.quota_move([c.info for c in seq], 1)
+            if first is None or not keep:
+                self.state.quota_move([c.info for c in seq], 1)
         return walk, first
 
     def _first_tas_fit(self, walk: _Walk, first: int, memo: _TasMemo) -> int | None:
-        """Smallest i >= first whose prefix walk[:i+1] removed lets TAS fit."""
+        """Smallest i >= first whose prefix walk[:i+1] removed lets TAS fit,
+        by bisection between ``first`` and the whole walk (TAS fit only
+        grows as victims are removed), None if even the whole walk fails.
+
+        Quota: every walked candidate stays removed until the end (what
+        :meth:`_Walk.finish` judges validity against; the TAS check reads no
+        quota). TAS: only the probed prefix is removed, moved run by run.
+        Both end where they started.
+        """
         seq = walk.items
+        removed_quota = [c.info for c in seq]  # left removed by the quota pass
+        walk.finish(removed_quota)
+        infos = [c.info for c in seq]
+        moves = RunMoves(self.state, infos)
         removed = 0
 
         def fits_with(i: int) -> bool:
             nonlocal removed
             if removed < i + 1:
-                moved = [c.info for c in seq[removed : i + 1]]
-                self.state.move_many(moved, -1)
-                for info in moved:
+                moves.move(removed, i + 1, -1)
+                for info in infos[removed : i + 1]:
                     memo.freed(info)
             elif removed > i + 1:
-                moved = [c.info for c in seq[i + 1 : removed]]
-                self.state.move_many(moved, 1)
-                for info in moved:
+                moves.move(i + 1, removed, 1)
+                for info in infos[i + 1 : removed]:
                     memo.taken(info)
             removed = i + 1
             return memo()
 
         try:
-            lo, step, hi = first, 1, None
-            probe = first
-            while True:
-                if fits_with(probe):
-                    hi = probe
-                    break
-                lo = probe + 1
-                want = first + step
-                step *= 2
-                walk.extend(want, removed)
-                if lo >= len(seq):
-                    return None
-                probe = min(want, len(seq) - 1)
+            # The whole walk first: most searches at scale end there (no
+            # prefix lets the preemptor's topology fit: 85 % on scale-10000),
+            # after one placement instead of a gallop to the end.
+            lo, hi = first, len(seq) - 1
+            if not fits_with(hi):
+                return None
             while lo < hi:
                 mid = (lo + hi) // 2
                 if fits_with(mid):
@@ -320,14 +325,26 @@ class Preemptor:
             return hi
         finally:
             if removed:
-                self.state.move_many([c.info for c in seq[:removed]], 1)
+                moves.move(0, removed, 1)
                 memo.value = None
+            self.state.quota_move(removed_quota, 1)
 
     def _remove(self, info: WlInfo, memo: _TasMemo | None) -> None:
         # Without a TAS check only quota matters: skip the capacity tables.
         self.state.remove(info, tas_too=self._tas)
         if memo is not None:
             memo.freed(info)
+
+    def _remove_all(self, infos: list[WlInfo], memo: _TasMemo | None) -> None:
+        """:meth:`_remove` of each, with TAS in one table update."""
+        if not self._tas:
+            for info in infos:
+                self._remove(info, memo)
+            return
+        self.state.move_many(infos, -1)
+        if memo is not None:
+            for info in infos:
+                memo.freed(info)
 
     def _add(self, info: WlInfo, memo: _TasMemo | None) -> None:
         self.state.add(info, tas_too=self._tas)
@@ -363,21 +380,26 @@ class Preemptor:
             fixed = Variant.RECLAIM_WITHOUT_BORROWING
         else:
             fixed = None
+        pool = satisfying_policy(
+            wl,
+            (
+                i
+                for i in running.values()
+                if i.preemptible and not i.frs.isdisjoint(frs_need)
+            ),
+            policy,
+        )
+        if fixed is not None:
+            return [_Candidate(info, lca, fixed) for info in pool]
         out = []
-        for info in running.values():
-            if not info.preemptible:
-                continue
-            if not (info.frs & frs_need) or not satisfies_policy(wl, info, policy):
-                continue
-            variant = fixed
-            if variant is None:
-                variant = (
-                    Variant.RECLAIM_WHILE_BORROWING
-                    if may_reclaim_while_borrowing(
-                        pre.borrow_within_cohort, wl.priority, info.priority
-                    )
-                    else Variant.RECLAIM_WITHOUT_BORROWING
+        for info in pool:
+            variant = (
+                Variant.RECLAIM_WHILE_BORROWING
+                if may_reclaim_while_borrowing(
+                    pre.borrow_within_cohort, wl.priority, info.priority
                 )
+                else Variant.RECLAIM_WITHOUT_BORROWING
+            )
             out.append(_Candidate(info, lca, variant))
         return out
 
@@ -502,11 +524,22 @@ class Preemptor:
         memo = tas_fits if isinstance(tas_fits, _TasMemo) else None
         i = len(targets) - 2
         while i >= 0:
-            self._add(targets[i].info, memo)
-            if self.fits(wl, usage, borrowing, tas_fits):
+            info = targets[i].info
+            # Quota first: when it alone refuses (the common case), the TAS
+            # tables are never touched, instead of moved in and out again.
+            self.state.add(info, tas_too=False)
+            if not self.fits(wl, usage, borrowing, None):
+                self.state.remove(info, tas_too=False)
+                i -= 1
+                continue
+            if self._tas and info.tas:
+                self.state.tas.apply(self.state.prepared(info), 1)
+            if memo is not None:
+                memo.taken(info)
+            if tas_fits is None or tas_fits():
                 targets[i] = targets[-1]
                 targets.pop()
             else:
-                self._remove(targets[i].info, memo)
+                self._remove(info, memo)
             i -= 1
         return targets

@@ -20,6 +20,7 @@ from enum import Enum
 
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSetAssignment
+from placewise.solver.greedy.collector import collector_paused
 from placewise.solver.greedy.flavors import Assignment
 from placewise.solver.greedy.modes import Mode
 from placewise.solver.greedy.nomination import Nomination
@@ -131,6 +132,7 @@ class GreedyScheduler(Nomination):
 
     # -- run -------------------------------------------------------------------
 
+    @collector_paused
     def run(self, max_cycles: int | None = None) -> Outcome:
         limit = max_cycles if max_cycles is not None else 1_000_000
         seen: dict[int, list[Signature]] = {}

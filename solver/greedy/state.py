@@ -31,12 +31,12 @@ class ClusterState:
             self.running[info.cq][info.key] = info
 
     def prepared(self, info: WlInfo) -> list[Prepared]:
-        out = []
-        for t in info.tas:
-            if t.prepared is None:
-                t.prepared = self.tas.prepare(t.flavor, t.assignment, t.per_pod)
-            out.append(t.prepared)
-        return out
+        return [self._prepared(t) for t in info.tas]
+
+    def _prepared(self, t: TasUsage) -> Prepared:
+        if t.prepared is None:
+            t.prepared = self.tas.prepare(t.flavor, t.assignment, t.per_pod)
+        return t.prepared
 
     def add(self, info: WlInfo, tas_too: bool = True) -> None:
         """``tas_too=False`` touches quota only: a quota-only simulation (the
@@ -98,14 +98,17 @@ class ClusterState:
     def add_usage(
         self, cq: str, usage: Mapping[FR, int], tas: Iterable[TasUsage]
     ) -> None:
-        """Snapshot-only usage (reservations, preemptors waiting for victims)."""
+        """Snapshot-only usage (reservations, preemptors waiting for victims).
+
+        The TAS rows are prepared once per :class:`TasUsage` (the same
+        records are added, removed, then admitted with the workload)."""
         self.quota.add_usage(cq, usage)
         for t in tas:
-            self.tas.add_usage(t.flavor, t.assignment, t.per_pod)
+            self.tas.apply([self._prepared(t)], 1)
 
     def remove_usage(
         self, cq: str, usage: Mapping[FR, int], tas: Iterable[TasUsage]
     ) -> None:
         self.quota.remove_usage(cq, usage)
         for t in tas:
-            self.tas.remove_usage(t.flavor, t.assignment, t.per_pod)
+            self.tas.apply([self._prepared(t)], -1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from placewise.models.cluster import BorrowWithinCohort
 from placewise.solver.kueue.workload import WlInfo
 
@@ -18,6 +20,26 @@ def satisfies_policy(preemptor: WlInfo, candidate: WlInfo, policy: str) -> bool:
             and preemptor.queue_ts < candidate.queue_ts
         )
     return policy == "Any"
+
+
+def satisfying_policy(
+    preemptor: WlInfo, candidates: Iterable[WlInfo], policy: str
+) -> list[WlInfo]:
+    """The candidates that :func:`satisfies_policy` admits, in order.
+
+    The same rule, one comprehension per policy: a preemption search at
+    scale asks it for every running workload of every queue it visits.
+    """
+    prio, ts = preemptor.priority, preemptor.queue_ts
+    if policy == "LowerPriority":
+        return [c for c in candidates if prio > c.priority]
+    if policy == "LowerOrNewerEqualPriority":
+        return [
+            c
+            for c in candidates
+            if prio > c.priority or (prio == c.priority and ts < c.queue_ts)
+        ]
+    return list(candidates) if policy == "Any" else []
 
 
 def may_reclaim_while_borrowing(

@@ -19,6 +19,12 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 INT32 = (-(2**31), 2**31 - 1)
 """Every integer field placewise reads is an int32 in the Kubernetes API."""
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
+_UNITS: dict[tuple[str, str], int] = {}
+"""(resource, quantity text) -> units of texts already accepted as a
+resource amount. A dump repeats a few hundred quantity strings across
+hundreds of thousands of fields; only accepted ones are kept, so a bad
+value still goes through :meth:`Ctx.quantity` and is reported where it is."""
+_UNITS_LIMIT = 1 << 16
 
 
 class Ctx:
@@ -59,6 +65,8 @@ class Ctx:
 
     def mapping(self, obj: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
         value = obj.get(key)
+        if type(value) is dict:  # the parsers' own type: skip the ABC check
+            return value
         if value is None:
             return {}
         if not isinstance(value, Mapping):
@@ -68,6 +76,8 @@ class Ctx:
 
     def seq(self, obj: Mapping[str, Any], key: str, path: str) -> list[Any]:
         value = obj.get(key)
+        if type(value) is list:
+            return value
         if value is None:
             return []
         if not isinstance(value, list):
@@ -150,9 +160,16 @@ class Ctx:
         out: dict[str, int] = {}
         for r, q in self.mapping(obj, key, path).items():
             r = str(r)  # mapping keys are text (yaml_fast, JSON)
+            if type(q) is str:
+                units = _UNITS.get((r, q))
+                if units is not None:
+                    out[r] = units
+                    continue
             units = self.quantity(r, q, f"{path}.{r}")
             if units is not None:
                 out[r] = units
+                if type(q) is str and len(_UNITS) < _UNITS_LIMIT:
+                    _UNITS[(r, q)] = units
         return out
 
     def timestamp(self, value: object, path: str) -> datetime | None:

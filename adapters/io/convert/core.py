@@ -47,8 +47,11 @@ _NODE_OPS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 def string_map(ctx: Ctx, obj: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
     """Labels, annotations, selectors: every value a string (see Ctx.text)."""
+    raw = ctx.mapping(obj, key, path)
+    if all(type(k) is str and type(v) is str for k, v in raw.items()):
+        return dict(raw)  # the common case, nothing to convert or report
     out = {}
-    for k, v in ctx.mapping(obj, key, path).items():
+    for k, v in raw.items():
         text = ctx.text(v, f"{path}.{k}")
         if text is not None or v is None:
             out[str(k)] = text or ""
@@ -210,19 +213,27 @@ def effective_requests(ctx: Ctx, spec: Mapping[str, Any], path: str) -> dict[str
     """
     app: dict[str, int] = {}
     for i, c in enumerate(ctx.seq(spec, "containers", f"{path}.containers")):
-        app = _add(app, _container_requests(ctx, c, f"{path}.containers[{i}]"))
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for i, c in enumerate(ctx.seq(spec, "initContainers", f"{path}.initContainers")):
-        req = _container_requests(ctx, c, f"{path}.initContainers[{i}]")
-        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
-            sidecars = _add(sidecars, req)
-            init_peak = _max(init_peak, sidecars)
-        else:
-            init_peak = _max(init_peak, _add(req, sidecars))
-    total = _max(_add(app, sidecars), init_peak)
-    total = _add(total, ctx.resources(spec, "overhead", f"{path}.overhead"))
-    return {r: v for r, v in sorted(total.items())}
+        for r, v in _container_requests(ctx, c, f"{path}.containers[{i}]").items():
+            app[r] = app.get(r, 0) + v
+    inits = ctx.seq(spec, "initContainers", f"{path}.initContainers")
+    total = app
+    if inits:
+        # (Amounts are never negative, so without init containers the
+        # max below would return ``app`` itself: most pods skip it.)
+        sidecars: dict[str, int] = {}
+        init_peak: dict[str, int] = {}
+        for i, c in enumerate(inits):
+            req = _container_requests(ctx, c, f"{path}.initContainers[{i}]")
+            if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
+                sidecars = _add(sidecars, req)
+                init_peak = _max(init_peak, sidecars)
+            else:
+                init_peak = _max(init_peak, _add(req, sidecars))
+        total = _max(_add(app, sidecars), init_peak)
+    overhead = ctx.resources(spec, "overhead", f"{path}.overhead")
+    if overhead:
+        total = _add(total, overhead)
+    return {r: total[r] for r in sorted(total)}
 
 
 def texts(ctx: Ctx, raw: list[Any], path: str) -> tuple[str, ...] | None:

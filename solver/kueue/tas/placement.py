@@ -68,17 +68,25 @@ def find_level(
         if tree.sizes[level] == 0:
             return f"no topology domains at level: {tree.levels[level]}"
         lc, sc, scwl = counts.lc[level], counts.sc[level], counts.scwl[level]
-        keys: Keys = [(lc, True), (scwl, not least_free), (counts.pcwl[level], False)]
+        keys: Keys = [(scwl, not least_free), (counts.pcwl[level], False)]
+        if leaders > 0:
+            # Without a leader every leader count is 0: that key (and the
+            # leader condition) would only cost two passes over the level.
+            keys.insert(0, (lc, True))
         top = lex_first(None, keys)
         if params.best_fit and scwl[top] >= slices and lc[top] >= leaders:
             cnt = scwl if leaders > 0 else sc
-            ok = (cnt >= slices) & (cnt < INT32_MAX) & (lc >= leaders)
+            ok = (cnt >= slices) & (cnt < INT32_MAX)
+            if leaders > 0:
+                ok &= lc >= leaders
             if ok.any():
                 tightest = cnt[ok].min()
                 top = lex_first(np.flatnonzero(ok & (cnt == tightest)), keys)
         if least_free:
             cap = scwl if leaders > 0 else sc
-            ok = (cap >= slices) & (lc >= leaders)
+            ok = cap >= slices
+            if leaders > 0:
+                ok &= lc >= leaders
             if ok.any():
                 first = lex_first(np.flatnonzero(ok), keys)
                 return level, Cands.gather(counts, level, np.array([first]))

@@ -22,6 +22,13 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.workload import TopologyAssignment
 from placewise.solver.kueue.tas.assign import assign_group
 from placewise.solver.kueue.tas.capacity import Demand, demand, fit_count, free_view
+from placewise.solver.kueue.tas.memo import (
+    EMPTY_CACHE,
+    FIT_ROWS_CACHE,
+    RequestsKey,
+    leaf_needs,
+    requests_key,
+)
 from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
 from placewise.solver.kueue.tas.types import (
     CAP,
@@ -78,6 +85,7 @@ class TasState:
         self._host_usage: IntArray = np.zeros((len(resources), len(hosts)), np.int64)
         # Per hostname flavor: global host row -> its leaf (-1 if absent).
         self._host_leaf: dict[str, IntArray] = {}
+        self._host_identity: set[str] = set()
         for name, tree in self._trees.items():
             if tree.hostname:
                 rows = np.asarray(
@@ -87,8 +95,17 @@ class TasState:
                 table = np.full(len(hosts), -1, dtype=np.int64)
                 table[rows] = np.arange(rows.shape[0])
                 self._host_leaf[name] = table
+                if rows.shape[0] == len(hosts) and bool(
+                    (rows == np.arange(len(hosts))).all()
+                ):
+                    self._host_identity.add(name)
         self._workloads: dict[str, list[Usage]] = {}
         self._demands: dict[tuple[tuple[str, int], ...], Demand] = {}
+        self._empty_results: dict[tuple[bool, RequestsKey], TasResult] = {}
+        self._fit_rows: dict[
+            tuple[str, int],
+            tuple[TopologyAssignment, tuple[IntArray, IntArray] | None],
+        ] = {}
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> TasState:
@@ -124,6 +141,9 @@ class TasState:
             if tree.hostname:
                 hosts.update((p[-1], None) for p in tree.leaf_paths)
         state = cls(resources, trees, sorted(hosts))
+        # One table update for all running usage: with no negative delta,
+        # saturating the sum once equals saturating after every add.
+        running: list[Prepared] = []
         for wl in snapshot.running:
             if wl.admission is None:
                 continue
@@ -137,8 +157,13 @@ class TasState:
                     for r, v in psa.resource_usage.items()
                     if r != PODS
                 }
-                state.add_usage(tas[0], ta, per_pod)
+                running.append(state.prepare(tas[0], ta, per_pod))
                 state._workloads.setdefault(wl.key, []).append((tas[0], ta, per_pod))
+        if all(p.delta.size == 0 or int(p.delta.min()) >= 0 for p in running):
+            state.apply(running, 1)
+        else:
+            for p in running:
+                state.apply([p], 1)
         return state
 
     # -- introspection -------------------------------------------------------
@@ -197,6 +222,31 @@ class TasState:
         as Kueue's cross-flavor ``aggregatedDomainUsages`` does, also when
         ``empty`` (where usage added through :meth:`add_usage` is ignored).
         """
+        if empty and tolerations is None:
+            # Simulate-empty placements read only the static ``base``: the
+            # same request always gets the same answer (the greedy asks
+            # again for every preempting head of the same shape).
+            key = (quiet, requests_key(requests))
+            hit = self._empty_results.get(key)
+            if hit is None:
+                if len(self._empty_results) >= EMPTY_CACHE:
+                    self._empty_results.clear()
+                hit = self._empty_results[key] = self._find_all(
+                    requests, True, None, quiet
+                )
+            found = hit.assignments
+            return TasResult(
+                None if found is None else dict(found), hit.reason, hit.failed_pod_set
+            )
+        return self._find_all(requests, empty, tolerations, quiet)
+
+    def _find_all(
+        self,
+        requests: Mapping[str, Groups],
+        empty: bool,
+        tolerations: Mapping[str, Sequence[Toleration]] | None,
+        quiet: bool,
+    ) -> TasResult:
         host_assumed: dict[int, list[int]] = {}
         merged: dict[str, TopologyAssignment] = {}
         for flavor in sorted(requests):
@@ -379,24 +429,49 @@ class TasState:
                     -1 if item.owner is None else id(item.owner), []
                 ).append(item)
         for group in groups.values():
-            owner = group[0].owner
-            usage = self._host_usage if owner is None else owner.usage
             big = any(g.big for g in group)
             if len(group) == 1 and group[0].unique:
                 # The common single-workload move: no repeated keys.
-                rows, delta = group[0].keys, group[0].delta
-                if sign > 0:
-                    usage[:, rows] += delta.T
-                else:
-                    usage[:, rows] -= delta.T
+                self.move_rows(group[0].owner, group[0].keys, group[0].delta, sign, big)
             else:
-                idx = np.concatenate([g.keys for g in group])
-                delta = np.concatenate([g.delta for g in group])
-                np.add.at(usage.T, idx, delta if sign > 0 else -delta)
-                rows = np.unique(idx)
-            if big:
-                usage[:, rows] = _clamp(usage[:, rows])
-            self._refresh(owner, rows, usage)
+                self.move_rows(
+                    group[0].owner,
+                    np.concatenate([g.keys for g in group]),
+                    np.concatenate([g.delta for g in group]),
+                    sign,
+                    big,
+                    unique=False,
+                )
+
+    def move_rows(
+        self,
+        owner: FlavorTree | None,
+        keys: IntArray,
+        delta: IntArray,
+        sign: int,
+        big: bool,
+        unique: bool = True,
+    ) -> None:
+        """One table update: ``delta`` rows (per key, ``[key, resource]``) of
+        prepared usages that share ``owner``, concatenated by the caller.
+
+        Public so that a caller moving the same runs of usages again and
+        again (the preemption walk) concatenates them once, not per move.
+        ``unique``: no key repeats (a plain fancy-index add is then exact).
+        """
+        usage = self._host_usage if owner is None else owner.usage
+        if unique:
+            rows = keys
+            if sign > 0:
+                usage[:, rows] += delta.T
+            else:
+                usage[:, rows] -= delta.T
+        else:
+            np.add.at(usage.T, keys, delta if sign > 0 else -delta)
+            rows = np.unique(keys)
+        if big:
+            usage[:, rows] = _clamp(usage[:, rows])
+        self._refresh(owner, rows, usage)
 
     def update_many(
         self,
@@ -415,12 +490,17 @@ class TasState:
             tree.fit_cache.changed(rows)
             return
         for name, table in self._host_leaf.items():
+            t = self._trees[name]
+            if name in self._host_identity:
+                # Leaf i is host i (one hostname flavor over every host).
+                t.rem[:, rows] = _clamp(t.base[:, rows] - usage[:, rows])
+                t.fit_cache.changed(rows)
+                continue
             leaves = table[rows]
             hit = leaves >= 0
             if not hit.any():
                 continue
             sel, used = leaves[hit], usage[:, rows[hit]]
-            t = self._trees[name]
             t.rem[:, sel] = _clamp(t.base[:, sel] - used)
             t.fit_cache.changed(sel)
 
@@ -435,19 +515,20 @@ class TasState:
         tree = self._trees.get(flavor)
         if tree is None:
             return False
-        leaves: list[int] = []
-        counts: list[int] = []
-        for dom in assignment.domains:
-            leaf = tree.leaf_of(dom.values)
-            if leaf is None:
-                return False
-            leaves.append(leaf)
-            counts.append(dom.count)
-        if not leaves:
+        # The same assignment is checked again whenever its workload is
+        # processed: its leaves and pods per leaf are kept (with the
+        # assignment itself, so its id cannot be reused meanwhile).
+        key = (flavor, id(assignment))
+        hit = self._fit_rows.get(key)
+        if hit is None or hit[0] is not assignment:
+            if len(self._fit_rows) >= FIT_ROWS_CACHE:
+                self._fit_rows.clear()
+            hit = self._fit_rows[key] = (assignment, leaf_needs(tree, assignment))
+        rows = hit[1]
+        if rows is None:
+            return False
+        uniq, need = rows
+        if not uniq.size:
             return True
-        uniq, inverse = np.unique(
-            np.asarray(leaves, dtype=np.int64), return_inverse=True
-        )
-        need = np.bincount(inverse, weights=counts).astype(np.int64)
         got = fit_count(tree.rem[:, uniq], self._demand(per_pod))
         return bool((got >= need).all())

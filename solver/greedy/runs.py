@@ -1,0 +1,100 @@
+"""Moving runs of a preemption walk's candidates in and out of the TAS tables.
+
+Kueue's remove-until-fit search (:mod:`.preemption`) looks for the first
+prefix of its candidate list after which the preemptor's TAS placement
+fits, by bisection: every probe moves a run of consecutive candidates
+(``seq[a:b]``) out of or back into the capacity tables. At 10,000 hosts a
+run is a few dozen workloads, so gathering and concatenating the runs'
+table rows on every probe cost more than the table update itself. Here
+the whole walk's rows are concatenated once per table, and a run is a slice.
+
+The tables see exactly the update :meth:`ClusterState.move_many` would
+make for the same run (same rows, same sums), so results are unchanged.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import accumulate
+
+import numpy as np
+
+from placewise.solver.greedy.state import ClusterState
+from placewise.solver.kueue.tas.state import Prepared
+from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
+from placewise.solver.kueue.workload import WlInfo
+
+
+class _Table:
+    """The prepared usages of one capacity table, in candidate order.
+
+    Per usage: the candidate it belongs to, and running totals of table rows
+    and of saturating usages, so that a run of candidates is two bisections
+    and a slice of the rows, concatenated once.
+    """
+
+    def __init__(
+        self, owner: FlavorTree | None, cands: list[int], items: list[Prepared]
+    ) -> None:
+        self.owner = owner
+        self.items = items
+        self.cand = cands
+        self.row_end = [0, *accumulate(len(p.keys) for p in items)]
+        self.big_end = [0, *accumulate(int(p.big) for p in items)]
+        self.keys: IntArray = np.concatenate([p.keys for p in items])
+        self.delta: IntArray = np.concatenate([p.delta for p in items])
+
+
+class RunMoves:
+    """TAS (and ``running``) moves of candidate runs ``seq[a:b]``.
+
+    Quota is left to the caller: the walk keeps every candidate it has
+    judged removed from quota while it probes TAS fits.
+    """
+
+    def __init__(self, state: ClusterState, seq: Sequence[WlInfo]) -> None:
+        self.state = state
+        self.seq = seq
+        grouped: dict[int, tuple[FlavorTree | None, list[int], list[Prepared]]] = {}
+        for i, info in enumerate(seq):
+            if not info.tas:
+                continue
+            for p in state.prepared(info):
+                if len(p.keys):
+                    key = -1 if p.owner is None else id(p.owner)
+                    group = grouped.get(key)
+                    if group is None:
+                        group = grouped[key] = (p.owner, [], [])
+                    group[1].append(i)
+                    group[2].append(p)
+        self._tables = [_Table(*group) for group in grouped.values()]
+
+    def move(self, a: int, b: int, sign: int) -> None:
+        """Remove (-1) or add back (1) candidates ``[a, b)``."""
+        running = self.state.running
+        if sign > 0:
+            for info in self.seq[a:b]:
+                running[info.cq][info.key] = info
+        else:
+            for info in self.seq[a:b]:
+                running[info.cq].pop(info.key, None)
+        tas = self.state.tas
+        for table in self._tables:
+            i0, i1 = bisect_left(table.cand, a), bisect_left(table.cand, b)
+            if i0 == i1:
+                continue
+            big = table.big_end[i1] > table.big_end[i0]
+            if i1 - i0 == 1 and table.items[i0].unique:
+                p = table.items[i0]
+                tas.move_rows(table.owner, p.keys, p.delta, sign, big)
+                continue
+            r0, r1 = table.row_end[i0], table.row_end[i1]
+            tas.move_rows(
+                table.owner,
+                table.keys[r0:r1],
+                table.delta[r0:r1],
+                sign,
+                big,
+                unique=False,
+            )
