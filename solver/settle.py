@@ -42,9 +42,9 @@ WITHDRAWN = (
     "waits: the room it was planned on was freed by an eviction for another "
     "ClusterQueue's workload"
 )
-MAKE_ROOM_ROUNDS = 4
+MAKE_ROOM_ROUNDS = 8
 """Rounds of withdrawing what a returned victim crowds out (each round takes
-every admission the validator names; more than two was never needed)."""
+every admission the validator names)."""
 RECREDIT_TRIES = 8
 """Admissions tried as the victim's preemptor before withdrawing any."""
 
@@ -101,20 +101,32 @@ def _make_room(
     snapshot: Snapshot, plan: Plan, baseline: set[str]
 ) -> tuple[Plan, list[Violation]]:
     """The victim back, and every admission its return crowds out (named by
-    the capacity and quota rules) withdrawn, until nothing new is broken."""
+    the capacity and quota rules) withdrawn; a victim whose policy its
+    preemptor's new usage breaks (it would now borrow) is put back too.
+    Each round only withdraws admissions or puts victims back, so it ends —
+    at worst where nothing the plan added is left to conflict."""
     for _ in range(MAKE_ROOM_ROUNDS):
         found = validate(snapshot, plan)
         admitted = {a.workload for a in plan.admissions}
+        evicted = {p.workload for p in plan.preemptions}
+        new = [v for v in found if str(v) not in baseline and v.rule not in RULES]
         crowded = {
             k
-            for v in found
-            if str(v) not in baseline and v.rule.startswith(("capacity.", "quota."))
+            for v in new
+            if v.rule.startswith(("capacity.", "quota."))
             for k in v.workload.split(", ")
             if k in admitted
         }
-        if not crowded:
+        back = {
+            v.workload
+            for v in new
+            if v.rule.startswith("preemption.") and v.workload in evicted
+        }
+        if not crowded and not back:
             return plan, found
         plan = _withdraw(plan, sorted(crowded))
+        for key in sorted(back):
+            plan = _without_victim(plan, key)
     return plan, validate(snapshot, plan)
 
 
