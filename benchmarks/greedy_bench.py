@@ -7,6 +7,13 @@ fresh process so peak memory is the run's own.
         [--seed 1]
 
 Target (2-core machine): under 20 s and 2 GiB.
+
+Measured (``--runs 3``, medians, shared 2-core machine, back to back): seed 1
+26.9 s wall / 25.1 s CPU before the ``scale`` branch (2bb3db7), 11.1 s / 10.9 s
+after (load average ~2.3); seed 5 20.1 s / 15.4 s before, 14.6 s / 7.8 s after
+(load 3 then 7: compare CPU). Same plans; peak ~415 MB both. Where the time
+went and goes: benchmarks/README.md ("Kueue's greedy and the loader at 10,000
+hosts").
 """
 
 from __future__ import annotations
