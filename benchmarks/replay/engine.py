@@ -268,7 +268,7 @@ class _Loop:
 
     def _solve_and_apply(self, t: float) -> bool:
         res = self.res
-        snap = snapshot_of(self.base, self.running, self.waiting)
+        snap = snapshot_of(self.base, self.running, self.waiting, self.now(t))
         start = time.perf_counter()
         plan = _solve(self.config, snap, self.policy)
         res.solver_seconds += time.perf_counter() - start
@@ -311,6 +311,7 @@ class _Loop:
                     ),
                     "quota_reserved": True,
                     "quota_reserved_at": stamp,
+                    "running_since": stamp,
                 }
             )
             self._schedule_end(key, t + rec.run_s)
@@ -366,7 +367,14 @@ def _solve(config: ReplayConfig, snap: Snapshot, policy: Policy) -> Plan:
 
 
 def snapshot_of(
-    base: Snapshot, running: Mapping[str, Workload], waiting: Mapping[str, Workload]
+    base: Snapshot,
+    running: Mapping[str, Workload],
+    waiting: Mapping[str, Workload],
+    now: datetime | None = None,
 ) -> Snapshot:
-    """The base cluster with the replay's running and queued workloads."""
-    return Snapshot(dataclasses.replace(base.objects, workloads={**running, **waiting}))
+    """The base cluster with the replay's running and queued workloads, at
+    the simulated ``now`` (what the optimizer prices lost work against)."""
+    objects = dataclasses.replace(
+        base.objects, workloads={**running, **waiting}, now=now
+    )
+    return Snapshot(objects)
