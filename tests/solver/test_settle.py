@@ -85,3 +85,24 @@ def test_kueues_cycles_hold_the_room_for_the_preemptor() -> None:
     raw = solve_greedy(snap)
     assert raw.preemptions
     assert not {v.rule for v in validate(snap, raw)} & NEEDED
+
+
+def test_the_live_loop_refuses_a_plan_that_breaks_the_rule(caplog) -> None:
+    """A plan with the soak's eviction never reaches the cluster: the sidecar
+    validates before it writes and falls back to Kueue's (settled) plan."""
+    from placewise.adapters.serve import solveloop
+    from placewise.adapters.serve.informer import Cache
+    from placewise.adapters.serve.metrics import Metrics
+    from tests.adapters.serve.conftest import serve_config
+
+    snap, bad = soak()
+    loop = solveloop.SolveLoop(
+        Cache(), None, serve_config(solver="cpsat", time_limit=2.0), Metrics(), []
+    )
+    plan, reason = loop._checked(bad, None, snap)
+    assert reason == "invalid"
+    assert (
+        "rejected by the validator (2 violation(s), first: preemption." in caplog.text
+    )
+    assert plan.solver.name == "greedy" and validate(snap, plan) == []
+    assert "team-b/victim" not in {p.workload for p in plan.preemptions}
