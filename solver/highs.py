@@ -22,56 +22,8 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-_WORKER = """
-import io, json, sys
-import numpy as np
-import highspy
-
-a = np.load(io.BytesIO(sys.stdin.buffer.read()))
-h = highspy.Highs()
-h.setOptionValue("output_flag", False)
-h.setOptionValue("threads", 1)
-limit = float(a["time_limit"][0])
-if limit > 0:
-    h.setOptionValue("time_limit", limit)
-inf = highspy.kHighsInf
-lp = highspy.HighsLp()
-lp.num_col_ = int(a["cost"].size)
-lp.num_row_ = int(a["row_lo"].size)
-lp.col_cost_ = a["cost"]
-lp.col_lower_ = np.maximum(a["col_lo"], -inf)
-lp.col_upper_ = np.minimum(a["col_hi"], inf)
-lp.row_lower_ = np.maximum(a["row_lo"], -inf)
-lp.row_upper_ = np.minimum(a["row_hi"], inf)
-lp.sense_ = highspy.ObjSense.kMaximize
-lp.offset_ = float(a["offset"][0])
-lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-lp.a_matrix_.start_ = a["start"]
-lp.a_matrix_.index_ = a["index"]
-lp.a_matrix_.value_ = a["value"]
-if a["integer"].size and a["integer"].any():
-    lp.integrality_ = [
-        highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-        for i in a["integer"]
-    ]
-h.passModel(lp)
-h.run()
-status = h.getModelStatus()
-info = h.getInfo()
-mip = bool(a["integer"].size and a["integer"].any())
-bound = None
-if mip:
-    bound = info.mip_dual_bound
-elif status == highspy.HighsModelStatus.kOptimal:
-    bound = info.objective_function_value
-found = info.primal_solution_status == 2  # kSolutionStatusFeasible
-print(json.dumps({
-    "status": h.modelStatusToString(status),
-    "bound": bound if bound is None or np.isfinite(bound) else None,
-    "objective": info.objective_function_value if found else None,
-    "x": list(h.getSolution().col_value) if found and a["want_x"][0] else None,
-}))
-"""
+WORKER = "placewise.solver.highs_worker"
+"""The child's module (numpy and highspy only, see its docstring)."""
 
 
 @dataclass(slots=True)
@@ -106,7 +58,7 @@ class Running:
     def __init__(self, arrays: Arrays, time_limit: float, want_x: bool) -> None:
         payload = _payload(arrays, time_limit, want_x)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _WORKER],
+            [sys.executable, "-m", WORKER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
