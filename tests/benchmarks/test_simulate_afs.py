@@ -72,5 +72,5 @@ def test_cli_reports_usage_in_json_table_and_plot(
         assert run["config"]["admission_fair_sharing"] is True
     out = tmp_path / "out"
     assert main([*argv, "-o", str(out)]) == 0
-    assert "final usage per LocalQueue" in capsys.readouterr().out
+    assert "│ team/main  │   4.22 │         4.22 │" in capsys.readouterr().out
     assert (out / "simulate-afs-usage.png").stat().st_size > 0
