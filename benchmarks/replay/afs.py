@@ -117,7 +117,8 @@ class UsageTracker:
         }
         self.last: dict[str, float] = dict.fromkeys(base.local_queues, 0.0)
         self.series: list[tuple[float, dict[str, float]]] = []
-        """(simulated time, usage per LocalQueue) at every visited tick."""
+        """(simulated time, usage per LocalQueue) at every visited tick and
+        sampling time."""
 
     @classmethod
     def of(cls, base: Snapshot) -> UsageTracker | None:
@@ -151,10 +152,15 @@ class UsageTracker:
         """The LocalQueue reconciler's samples due up to ``t``, each folding
         the admitted usage of ``running`` (constant since the last tick)."""
         live = self._live(running)
-        for key in self.last:
-            while self.last[key] + self.interval_s <= t:
-                self.last[key] += self.interval_s
-                self._decay(key, live.get(key, {}), self.interval_s)
+        while self.last:
+            due = min(self.last.values()) + self.interval_s
+            if due > t:
+                break
+            for key, last in self.last.items():
+                if last + self.interval_s == due:
+                    self.last[key] = due
+                    self._decay(key, live.get(key, {}), self.interval_s)
+            self.record(due)  # so the series shows decay between visited ticks
 
     def settle(
         self, t: float, admitted: Iterable[Workload], running: Iterable[Workload]
@@ -196,6 +202,9 @@ class UsageTracker:
         return float(total / weight)
 
     def record(self, t: float) -> None:
+        """Append the usage at ``t`` (replacing a point already at ``t``)."""
+        if self.series and self.series[-1][0] == t:
+            self.series.pop()
         self.series.append((t, {key: self.usage(key) for key in sorted(self.consumed)}))
 
     def snapshot_base(self, stamp: datetime) -> Snapshot:

@@ -91,7 +91,7 @@ class ReplayResult:
     offered_load: float = 0.0
     afs_usage: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     """(time, admission-fair-sharing usage per LocalQueue) after each visited
-    tick; empty when the instance has no usage-based ClusterQueue."""
+    tick and each sampling; empty when the instance has no usage-based ClusterQueue."""
 
     @property
     def solver(self) -> str:
