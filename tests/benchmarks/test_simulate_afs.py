@@ -6,13 +6,21 @@ One 8-GPU host, one job, the greedy: the usage can be worked out by hand
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from placewise.adapters.io.loader import load_snapshot
 from placewise.benchmarks.replay import ReplayConfig, run_replay
+from placewise.benchmarks.replay.engine import run_workset
+from placewise.benchmarks.replay.jobs import TRACE_START, Workset, trace_jobs
+from placewise.benchmarks.replay.trace import read_trace
 from placewise.cli import main
+from placewise.models.cluster import LocalQueue
+from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PriorityRef
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 CLUSTER = str(DATA / "one-host.yaml")
@@ -74,3 +82,46 @@ def test_cli_reports_usage_in_json_table_and_plot(
     assert main([*argv, "-o", str(out)]) == 0
     assert "│ team/main  │   4.22 │         4.22 │" in capsys.readouterr().out
     assert (out / "simulate-afs-usage.png").stat().st_size > 0
+
+
+def _two_queue_workset(tmp_path: Path) -> Workset:
+    """One 8-GPU host, LocalQueues ``main`` and ``other`` in one ClusterQueue:
+    ``main`` runs a 1-h job from 0; at 60 s ``main`` queues a second job, at
+    120 s ``other`` one; both 8 GPUs, same priority, so only one fits at a time."""
+    path = tmp_path / "t.csv"
+    rows = ["a1,1,8,4,1,0,3600,0,Pass", "a2,1,8,4,1,60,600,0,Pass"]
+    rows.append("b1,2,8,4,1,60,600,0,Pass")
+    path.write_text("\n".join([HEADER, *rows]) + "\n")
+    snap = load_snapshot([CLUSTER])
+    other = LocalQueue(namespace="team", name="other", cluster_queue="team-cq")
+    queues = {**snap.objects.local_queues, "team/other": other}
+    snap = Snapshot(dataclasses.replace(snap.objects, local_queues=queues))
+    fixed = []
+    for job in trace_jobs(snap, read_trace(path).jobs, 1, TRACE_START):
+        queue = "other" if job.key.endswith("b1") else "main"
+        update = {"priority_class": PriorityRef(name="low"), "queue_name": queue}
+        w = job.workload.model_copy(update=update)
+        fixed.append(
+            dataclasses.replace(job, priority=100, priority_name="low", workload=w)
+        )
+    return Workset(snap, fixed, [], 8, 0, TRACE_START)
+
+
+@pytest.mark.parametrize("solver", ["greedy", "cpsat"])
+def test_usage_carried_into_solves_reorders_the_queues(
+    tmp_path: Path, solver: str
+) -> None:
+    """When a1 ends at 3600 s, ``main`` has an hour of 8-GPU usage and
+    ``other`` none: with AFS b1 goes first although a2 queued earlier."""
+    work = _two_queue_workset(tmp_path)
+    base = ReplayConfig(
+        instances=(CLUSTER,), job_trace="unused", solver=solver, time_limit=2, workers=1
+    )
+    starts = {}
+    for afs in (False, True):
+        config = dataclasses.replace(base, admission_fair_sharing=afs)
+        res = run_workset(config, _two_queue_workset(tmp_path) if afs else work)
+        assert res.ok, res.error
+        starts[afs] = {r.key.split("-")[-1]: r.first_start_s for r in res.records}
+    assert starts[False]["a2"] == 3600 and starts[False]["b1"] == 4200
+    assert starts[True]["b1"] == 3600 and starts[True]["a2"] == 4200
