@@ -112,6 +112,13 @@ def register(subparsers: Subparsers) -> None:
         "trace's (default: %(default)s)",
     )
     p.add_argument(
+        "--admission-fair-sharing",
+        action="store_true",
+        help="turn on Kueue's admission fair sharing for every ClusterQueue "
+        "(half-life 1h, sampling 5m, GPUs weighted 1, cpu and memory 0) and "
+        "report each LocalQueue's usage over time",
+    )
+    p.add_argument(
         "--format",
         choices=("table", "json"),
         default="table",
@@ -143,6 +150,7 @@ def configs_of(args: argparse.Namespace) -> list[ReplayConfig]:
             time_limit=args.time_limit,
             workers=args.workers,
             durations=args.durations,
+            admission_fair_sharing=args.admission_fair_sharing,
         )
         for s in solvers
     ]

@@ -59,6 +59,10 @@ class ReplayConfig:
     durations: str = "generated"
     tick_s: float = TICK_S
     drain_s: float = DRAIN_S
+    admission_fair_sharing: bool = False
+    """Turn Kueue's admission fair sharing on for every ClusterQueue
+    (``replay.afs.REPLAY_AFS``); an instance's own AFS Configuration is
+    honoured without it."""
 
     def check(self) -> None:
         """ValueError naming the bad setting (the CLI turns it into exit 2)."""

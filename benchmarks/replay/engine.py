@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from placewise.benchmarks.replay.afs import UsageTracker, with_afs
 from placewise.benchmarks.replay.config import SOLVER_NAMES, ReplayConfig
 from placewise.benchmarks.replay.jobs import Workset, build
 from placewise.models.plan import Plan
@@ -88,6 +89,9 @@ class ReplayResult:
     impossible: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     offered_load: float = 0.0
+    afs_usage: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+    """(time, admission-fair-sharing usage per LocalQueue) after each visited
+    tick and each sampling; empty when the instance has no usage-based ClusterQueue."""
 
     @property
     def solver(self) -> str:
@@ -116,6 +120,8 @@ def run_workset(
     tests and other front ends may build their own).  ``policy``: the
     solver's objective settings (a sweep varies them; default ``Policy()``)."""
     wall = time.perf_counter()
+    if config.admission_fair_sharing:
+        work = dataclasses.replace(work, base=with_afs(work.base))
     res = ReplayResult(
         config,
         capacity_gpus=work.capacity_gpus,
@@ -150,6 +156,8 @@ class _Loop:
         self.config, self.work, self.res, self.progress = config, work, res, progress
         self.policy = policy
         self.base = work.base
+        self.afs = UsageTracker.of(self.base)
+        """Each LocalQueue's AFS usage over time (None: AFS is off)."""
         self.queued: dict[str, Workload] = {}
         self.running: dict[str, Workload] = {}
         self.waiting: dict[str, Workload] = {}
@@ -197,6 +205,8 @@ class _Loop:
         changed = bool(self.running) or bool(jobs)
         t = 0.0
         while True:
+            if self.afs is not None:  # samples due before this tick's changes
+                self.afs.advance(t, self.running.values())
             changed |= self._finish_until(t)
             while upcoming < len(jobs) and jobs[upcoming].arrival_s <= t:
                 job = jobs[upcoming]
@@ -216,6 +226,8 @@ class _Loop:
             else:
                 changed = False
             res.samples.append((t, self._busy(), len(self.waiting)))
+            if self.afs is not None:
+                self.afs.record(t)
             if self.progress is not None:
                 self.progress(t, self.horizon)
             nxt = []
@@ -240,6 +252,8 @@ class _Loop:
             t = self.t = t_next
         if res.samples and res.samples[-1][0] < res.end_s:
             res.samples.append((res.end_s, self._busy(), len(self.waiting)))
+        if self.afs is not None:
+            res.afs_usage = self.afs.series
         self._close(res.end_s)
 
     def _drained_end(self, t: float) -> float:
@@ -268,7 +282,9 @@ class _Loop:
 
     def _solve_and_apply(self, t: float) -> bool:
         res = self.res
-        snap = snapshot_of(self.base, self.running, self.waiting, self.now(t))
+        now = self.now(t)
+        base = self.base if self.afs is None else self.afs.snapshot_base(now)
+        snap = snapshot_of(base, self.running, self.waiting, now)
         start = time.perf_counter()
         plan = _solve(self.config, snap, self.policy)
         res.solver_seconds += time.perf_counter() - start
@@ -282,6 +298,9 @@ class _Loop:
             )
             return False
         self._apply(plan, t)
+        if self.afs is not None:
+            admitted = [self.running[a.workload] for a in plan.admissions]
+            self.afs.settle(t, admitted, self.running.values())
         return True
 
     def _apply(self, plan: Plan, t: float) -> None:

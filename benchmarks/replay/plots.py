@@ -85,3 +85,37 @@ def plot_delay_cdf(path: Path, results: Sequence[ReplayResult]) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_afs_usage(path: Path, results: Sequence[ReplayResult]) -> Path:
+    """Admission-fair-sharing usage per LocalQueue over time, one panel per
+    solver (shared axes), so how each solver spreads admissions shows."""
+    plt = _pyplot()
+    shown = [r for r in results if r.afs_usage]
+    fig, axes = plt.subplots(
+        len(shown),
+        1,
+        figsize=(8, 2.6 * len(shown) + 0.6),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    for ax, r in zip(axes[:, 0], shown, strict=True):
+        t = np.asarray([s[0] for s in r.afs_usage]) / 3600
+        queues = sorted({q for _, usage in r.afs_usage for q in usage})
+        for q in queues:
+            ax.step(
+                t,
+                [usage.get(q, 0.0) for _, usage in r.afs_usage],
+                where="post",
+                label=q,
+            )
+        ax.set_title(r.config.solver, fontsize=9)
+        ax.set_ylabel("usage / weight")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+    axes[-1, 0].set_xlabel("simulated time (h)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

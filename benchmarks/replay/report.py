@@ -37,6 +37,10 @@ def to_json(results: Sequence[ReplayResult]) -> dict[str, Any]:
                 "metrics": r.metrics(),
             }
         )
+        if r.afs_usage:  # only with admission fair sharing: other runs unchanged
+            runs[-1]["afs_usage"] = [
+                {"t_s": t, "usage": usage} for t, usage in r.afs_usage
+            ]
     return {"runs": runs}
 
 
@@ -151,6 +155,22 @@ def print_table(console: Console, results: Sequence[ReplayResult]) -> None:
             )
         by.add_row(p, *cells)
     console.print(by)
+    print_afs_table(console, results)
+
+
+def print_afs_table(console: Console, results: Sequence[ReplayResult]) -> None:
+    """Final admission-fair-sharing usage per LocalQueue (when AFS is on)."""
+    finals = [r.afs_usage[-1][1] if r.afs_usage else {} for r in results]
+    queues = sorted({q for f in finals for q in f})
+    if not queues:
+        return
+    table = Table(title="admission fair sharing: final usage per LocalQueue")
+    table.add_column("LocalQueue")
+    for r in results:
+        table.add_column(r.config.solver, justify="right")
+    for q in queues:
+        table.add_row(q, *[_num(f.get(q), "{:.2f}") for f in finals])
+    console.print(table)
 
 
 def write_outputs(directory: Path, results: Sequence[ReplayResult]) -> list[Path]:
@@ -163,4 +183,8 @@ def write_outputs(directory: Path, results: Sequence[ReplayResult]) -> list[Path
 
     paths.append(plot_timeline(directory / "simulate-timeline.png", results))
     paths.append(plot_delay_cdf(directory / "simulate-delay-cdf.png", results))
+    if any(r.afs_usage for r in results):
+        from placewise.benchmarks.replay.plots import plot_afs_usage
+
+        paths.append(plot_afs_usage(directory / "simulate-afs-usage.png", results))
     return paths

@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 from placewise.models.multicluster import dispatch_costs
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
+from placewise.solver.cpsat.afs import afs_terms
 from placewise.solver.cpsat.constraints import Constraints
 from placewise.solver.cpsat.fairness import largest_share
 from placewise.solver.cpsat.variables import Derive, Variables
@@ -131,6 +132,10 @@ class Objective:
             return stages
         if self.data.snapshot.fair_sharing.enable:
             stages += pack([c for c in [self._fairness()] if c.terms])
+        afs = Criterion("admission-fair-sharing")  # empty without AFS (cpsat/afs.py)
+        for coef, var, hi in afs_terms(self.data, self.v, self.policy):
+            afs.add(coef, var, hi)
+        stages += pack([afs] if afs.terms else [])
         tail: list[Criterion] = [self._cluster_cost()]
         if self.policy.preemption:
             tail.append(self._preemption_cost())
