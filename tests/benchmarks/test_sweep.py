@@ -18,11 +18,14 @@ import yaml
 from placewise.benchmarks.sweep import executors
 from placewise.benchmarks.sweep.spec import SpecError, load_spec
 from placewise.cli import main
+from tests.shared import DATA as SHARED_DATA
+from tests.shared import requires_shared
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 CLUSTER = str(DATA / "one-host.yaml")
 SMALL = str(DATA / "helios-small.csv")
 TIMING = {"wall_s"}
+HELIOS = SHARED_DATA / "helios-15k" / "helios_data_training.csv"
 
 
 def _spec(tmp_path: Path, **changes: Any) -> Path:
@@ -314,3 +317,24 @@ def test_a_failed_point_is_cached_and_still_fails_the_rerun(
     err = capsys.readouterr().err
     assert "0 computed (inline), 3 cached, 1 failed" in err
     assert "FAILED add_hosts:h100=2" in err
+
+
+@requires_shared
+def test_ray_and_the_pool_agree_on_a_helios_window(tmp_path: Path) -> None:
+    """The issue's check: greedy, a 6-hour window of the Helios trace on the
+    `helios` family cut to 8 hosts, three variants, Ray with 2 CPUs."""
+    pytest.importorskip("ray", reason="ray not installed: pip install 'placewise[ray]'")
+    spec = {
+        "base": {"family": "helios", "overrides": {"nodes": 8}},
+        "jobs": {"trace": str(HELIOS), "hours": 6},
+        "axes": {"add_hosts": {"flavor": "h100", "values": [0, 4, 8]}},
+        "solvers": ["greedy"],
+        "metrics": ["mean_delay_s", "p95_delay_s", "preemptions"],
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    pool, ray = tmp_path / "pool", tmp_path / "ray"
+    assert main(["sweep", str(path), "-o", str(pool), "--jobs", "2"]) == 0
+    assert main(["sweep", str(path), "-o", str(ray), "--ray", "--jobs", "2"]) == 0
+    assert _table(ray) == _table(pool)
+    assert len(_table(pool)) == 3
