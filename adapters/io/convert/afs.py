@@ -17,11 +17,12 @@ from fractions import Fraction
 from typing import Any
 
 from placewise.adapters.io.convert.context import Ctx
+from placewise.adapters.io.convert.gates import ADMISSION_FAIR_SHARING, gate
 from placewise.models.cluster import AdmissionFairSharing, AdmissionMode
 from placewise.models.errors import describe
 from placewise.models.quantity import QuantityError, parse_fraction
 
-GATE = "AdmissionFairSharing"
+GATE = ADMISSION_FAIR_SHARING
 """Kueue's feature gate (Beta, default on at the pinned commit)."""
 
 MODES: tuple[AdmissionMode, ...] = (
@@ -95,8 +96,7 @@ def decode_admission_fair_sharing(
     every 5 minutes) and validation; None when the section is absent or the
     ``featureGates`` of the same Configuration turn the gate off."""
     raw = obj.get("admissionFairSharing")
-    gates = ctx.mapping(obj, "featureGates", "featureGates")
-    gate_on = ctx.boolean(gates, GATE, f"featureGates.{GATE}", True)
+    gate_on = gate(ctx, obj, GATE)
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
