@@ -27,11 +27,14 @@ DEFAULTS: Mapping[str, bool] = {
 """The gates placewise reads, with Kueue's defaults."""
 
 
-def gate(ctx: Ctx, config: Mapping[str, Any], name: str) -> bool:
-    """Gate ``name`` as the Configuration sets it, or Kueue's default; a
-    value that is not a boolean is a located error."""
+def read_gates(ctx: Ctx, config: Mapping[str, Any]) -> dict[str, bool]:
+    """Every gate placewise reads, as the Configuration sets it or Kueue's
+    default; a value that is not a boolean is a located error."""
     gates = ctx.mapping(config, "featureGates", "featureGates")
-    return ctx.boolean(gates, name, f"featureGates.{name}", DEFAULTS[name])
+    return {
+        name: ctx.boolean(gates, name, f"featureGates.{name}", default)
+        for name, default in DEFAULTS.items()
+    }
 
 
 def unread_gates(config: Mapping[str, Any]) -> list[str]:

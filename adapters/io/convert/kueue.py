@@ -20,8 +20,9 @@ from placewise.adapters.io.convert.core import (
     tolerations,
 )
 from placewise.adapters.io.convert.gates import (
+    ADMISSION_FAIR_SHARING,
     TAS_BALANCED_PLACEMENT,
-    gate,
+    read_gates,
     unread_gates,
 )
 from placewise.models.cluster import (
@@ -373,10 +374,9 @@ def decode_configuration(
     """
     fair, ignored = _fair_sharing(ctx, obj, version)
     ignored += unread_gates(obj)
-    admission = decode_admission_fair_sharing(ctx, obj)
-    gates = FeatureGates(
-        tas_balanced_placement=gate(ctx, obj, TAS_BALANCED_PLACEMENT),
-    )
+    on = read_gates(ctx, obj)
+    admission = decode_admission_fair_sharing(ctx, obj, on[ADMISSION_FAIR_SHARING])
+    gates = FeatureGates(tas_balanced_placement=on[TAS_BALANCED_PLACEMENT])
     return fair.model_copy(update={"admission": admission, "gates": gates}), ignored
 
 
