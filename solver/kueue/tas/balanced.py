@@ -24,8 +24,10 @@ the slice level, instead of packing them BestFit (``tas_balanced_placement.go``)
 
 Any failure falls back to the ordinary BestFit path, as Kueue does.
 
-Not modelled: pod-set groups with a leader (Kueue reserves leader capacity
-during the threshold search); those keep the BestFit path.
+A leader (a pod-set group's one-pod pod set) goes first: leader-capable
+domains are taken first in every walk, the threshold may be lowered once so
+that the leader's domain keeps room, and domains below the threshold with
+the leader lose only their leader capacity.
 """
 
 from __future__ import annotations
@@ -43,10 +45,32 @@ from placewise.solver.kueue.tas.tree import FlavorTree
 
 @dataclass(slots=True)
 class _State:
-    """Counters of the domains one candidate group touches (a clone in Kueue)."""
+    """Counters of the domains one candidate group touches (a clone in Kueue),
+    keyed by (level, domain)."""
 
     pc: dict[tuple[int, int], int] = field(default_factory=dict)
+    pcwl: dict[tuple[int, int], int] = field(default_factory=dict)
     sc: dict[tuple[int, int], int] = field(default_factory=dict)
+    scwl: dict[tuple[int, int], int] = field(default_factory=dict)
+    lc: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def clear(self, key: tuple[int, int], leader_only: bool = False) -> None:
+        self.pcwl[key] = self.scwl[key] = self.lc[key] = 0
+        if not leader_only:
+            self.pc[key] = self.sc[key] = 0
+
+    def cands(self, level: int, doms: list[int]) -> Cands:
+        def arr(t: dict[tuple[int, int], int]) -> np.ndarray:
+            return np.asarray([t[level, d] for d in doms], dtype=np.int64)
+
+        return Cands(
+            np.asarray(doms, dtype=np.int64),
+            arr(self.pc),
+            arr(self.pcwl),
+            arr(self.sc),
+            arr(self.scwl),
+            arr(self.lc),
+        )
 
 
 def _kids(tree: FlavorTree, level: int, d: int) -> range:
@@ -56,20 +80,50 @@ def _kids(tree: FlavorTree, level: int, d: int) -> range:
     return range(lo, hi)
 
 
+def _with_leader_order(st: _State, level: int, doms: list[int]) -> list[int]:
+    """``sortedDomainsWithLeader`` (BestFit)."""
+    return sorted(
+        doms,
+        key=lambda d: (
+            -st.lc[level, d],
+            -st.scwl[level, d],
+            st.pcwl[level, d],
+            d,
+        ),
+    )
+
+
 def _greedy(
-    st: _State, level: int, doms: list[int], slices: int
-) -> tuple[bool, int, int]:
-    """``evaluateGreedyAssignment`` without a leader: fits, domains used,
-    the last used domain's slices."""
-    order = sorted(doms, key=lambda d: (-st.sc[level, d], st.pc[level, d], d))
-    used, last, remaining = 0, 0, slices
-    for d in order:
+    st: _State, level: int, doms: list[int], slices: int, leaders: int
+) -> tuple[bool, int, int | None, int | None]:
+    """``evaluateGreedyAssignment``: fits, domains used, the last domain used
+    for a leader and the last one used without."""
+    used, remaining = 0, slices
+    last_lead: int | None = None
+    last: int | None = None
+    rest = doms
+    if leaders > 0:
+        order = _with_leader_order(st, level, doms)
+        i = 0
+        while leaders > 0 and i < len(order) and st.lc[level, order[i]] > 0:
+            d = order[i]
+            used += 1
+            last_lead = d
+            leaders -= st.lc[level, d]
+            remaining -= st.scwl[level, d]
+            i += 1
+        rest = order[i:]
+        if leaders > 0:
+            return False, 0, None, None
+    for d in sorted(rest, key=lambda d: (-st.sc[level, d], st.pc[level, d], d)):
         if remaining <= 0 or st.sc[level, d] <= 0:
             break
         used += 1
-        last = st.sc[level, d]
-        remaining -= last
-    return remaining <= 0, used, last
+        last = d
+        remaining -= st.sc[level, d]
+    if remaining > 0:
+        return False, 0, None, None
+    return True, used, last_lead, last
 
 
 def _entropy(st: _State, level: int, d: int, tree: FlavorTree) -> float:
@@ -85,35 +139,52 @@ def _optimal_set(
     st: _State,
     level: int,
     doms: list[int],
-    slices: int,
-    slice_size: int,
+    params: Params,
     by_entropy: bool,
 ) -> list[int] | None:
-    """``selectOptimalDomainSetToFit`` without a leader: among sets of the
-    greedy's size, the one leaving the fewest spare pods (first found)."""
-    fits, n, _ = _greedy(st, level, doms, slices)
+    """``selectOptimalDomainSetToFit``: among sets of the greedy's size that
+    host the leaders, the one leaving the fewest spare pods (first found)."""
+    slices, leaders = params.count // params.slice_size, params.leader_count
+    fits, n, _, _ = _greedy(st, level, doms, slices, leaders)
     if not fits:
         return None
     if by_entropy:
         ent = {d: _entropy(st, level, d, tree) for d in doms}
-        ordered = sorted(doms, key=lambda d: (-st.sc[level, d], -ent[d], d))
+        ordered = sorted(
+            doms,
+            key=lambda d: (-st.lc[level, d], -st.scwl[level, d], -ent[d], d),
+        )
     else:
         ordered = sorted(doms)
-    table: list[dict[int, list[int]]] = [{} for _ in range(n + 1)]
-    table[0][slices * slice_size] = []
+    # table[i][leaders left][pods left] = the first set of i domains found.
+    table: list[dict[int, dict[int, list[int]]]] = [{} for _ in range(n + 1)]
+    table[0][leaders] = {slices * params.slice_size: []}
     for d in ordered:
-        if st.sc[level, d] <= 0:
-            continue
-        pods = st.pc[level, d]
+        key = (level, d)
         for i in range(n, 0, -1):
-            for before in sorted(table[i - 1]):
-                if before <= 0:
-                    continue
-                after = before - pods
-                if after not in table[i]:
-                    table[i][after] = [*table[i - 1][before], d]
-    done = [k for k in table[n] if k <= 0]
-    return table[n][max(done)] if done else None
+            prev = table[i - 1]
+            for lead in sorted(prev):
+                for pods in sorted(prev[lead]):
+                    if lead <= 0 and pods <= 0:
+                        continue
+                    chosen = [*prev[lead][pods], d]
+                    if lead > 0 and st.lc[key] > 0:
+                        after = table[i].setdefault(lead - st.lc[key], {})
+                        after.setdefault(pods - st.pcwl[key], chosen)
+                    if st.sc[key] > 0:
+                        after = table[i].setdefault(lead, {})
+                        after.setdefault(pods - st.pc[key], chosen)
+    done = table[n].get(0, {})
+    left = [k for k in done if k <= 0]
+    return done[max(left)] if left else None
+
+
+def _prune_node(st: _State, key: tuple[int, int], threshold: int, lead: bool) -> None:
+    if st.sc[key] < threshold:
+        st.clear(key)
+    elif lead and st.lc[key] > 0 and st.scwl[key] < threshold:
+        # Still usable for workers, not as the leader's host.
+        st.clear(key, leader_only=True)
 
 
 def _prune(
@@ -125,44 +196,99 @@ def _prune(
     params: Params,
 ) -> None:
     """``pruneDomainsBelowThreshold``: children under the threshold lose all
-    capacity, parents are recounted, then parents under it are cleared."""
+    capacity (or only the leader's), parents are recounted as
+    ``fillInCountsHelper`` does, then parents are pruned the same way."""
+    lead = params.leader_count > 0
+    ss = params.slice_size
     for d in doms:
-        kids = _kids(tree, level, d)
-        for c in kids:
-            if st.sc[level + 1, c] < threshold:
-                st.pc[level + 1, c] = st.sc[level + 1, c] = 0
+        kids = [(level + 1, c) for c in _kids(tree, level, d)]
+        for k in kids:
+            _prune_node(st, k, threshold, lead)
+        key = (level, d)
         if kids:
-            pods = sum(st.pc[level + 1, c] for c in kids)
-            st.pc[level, d] = pods
-            if level == params.slice_level:
-                st.sc[level, d] = pods // params.slice_size
-            elif level < params.slice_level:
-                st.sc[level, d] = sum(st.sc[level + 1, c] for c in kids)
+            pods = sum(st.pc[k] for k in kids)
+            slices = sum(st.sc[k] for k in kids)
+            hosts = [k for k in kids if not lead or st.lc[k] > 0]
+            if hosts:
+                pcwl = pods - min(st.pc[k] - st.pcwl[k] for k in hosts)
+                scwl = slices - min(st.sc[k] - st.scwl[k] for k in hosts)
             else:
-                st.sc[level, d] = 0
-        if st.sc[level, d] < threshold:
-            st.pc[level, d] = st.sc[level, d] = 0
+                pcwl = scwl = 0
+            st.pc[key], st.pcwl[key] = pods, pcwl
+            st.lc[key] = max(st.lc[k] for k in kids)
+            if level == params.slice_level:
+                st.sc[key], st.scwl[key] = pods // ss, pcwl // ss
+            else:
+                st.sc[key], st.scwl[key] = slices, scwl
+        _prune_node(st, key, threshold, lead)
 
 
 def _load(counts: Counts, tree: FlavorTree, level: int, doms: list[int]) -> _State:
     st = _State()
     for d in doms:
-        st.pc[level, d] = int(counts.pc[level][d])
-        st.sc[level, d] = int(counts.sc[level][d])
-        for c in _kids(tree, level, d):
-            st.pc[level + 1, c] = int(counts.pc[level + 1][c])
-            st.sc[level + 1, c] = int(counts.sc[level + 1][c])
+        for lvl, dom in [(level, d), *((level + 1, c) for c in _kids(tree, level, d))]:
+            key = (lvl, dom)
+            st.pc[key] = int(counts.pc[lvl][dom])
+            st.pcwl[key] = int(counts.pcwl[lvl][dom])
+            st.sc[key] = int(counts.sc[lvl][dom])
+            st.scwl[key] = int(counts.scwl[lvl][dom])
+            st.lc[key] = int(counts.lc[lvl][dom])
     return st
+
+
+def _group_threshold(
+    tree: FlavorTree,
+    counts: Counts,
+    params: Params,
+    group: list[int],
+    best: int,
+) -> tuple[int, int, _State] | None:
+    """One candidate group: (threshold, requested-level domains, pruned
+    state), or None when it cannot beat ``best`` or does not fit."""
+    req, leaders = params.requested_level, params.leader_count
+    slices = params.count // params.slice_size
+    st = _load(counts, tree, req, group)
+    if req < params.slice_level:
+        lower_level = req + 1
+        lower = [c for d in group for c in _kids(tree, req, d)]
+    else:
+        lower_level, lower = req, group
+    fits, used, last_lead, last = _greedy(st, lower_level, lower, slices, leaders)
+    if not fits:
+        return None
+    threshold = slices // used
+    if last_lead is not None:
+        threshold = min(threshold, st.scwl[lower_level, last_lead])
+    if last is not None:
+        threshold = min(threshold, st.sc[lower_level, last])
+    reserved = threshold
+    if leaders > 0 and last is not None:
+        reserved = min(threshold, st.scwl[lower_level, last])
+    if threshold < best:
+        return None
+    _prune(tree, st, req, group, threshold, params)
+    fits, used_req, _, _ = _greedy(st, req, group, slices, leaders)
+    if not fits and reserved < threshold:
+        # Retry with a lower threshold that keeps room for the leader.
+        if reserved <= 0 or reserved < best:
+            return None
+        threshold = reserved
+        st = _load(counts, tree, req, group)
+        _prune(tree, st, req, group, threshold, params)
+        fits, used_req, _, _ = _greedy(st, req, group, slices, leaders)
+    if not fits:
+        return None
+    return threshold, used_req, st
 
 
 def balanced_placement(
     tree: FlavorTree, counts: Counts, params: Params
 ) -> Taken | None:
     """The leaves' pods under balanced placement, or None for the BestFit path."""
-    if params.required or params.unconstrained or params.leader_count > 0:
+    if params.required or params.unconstrained:
         return None
     req, sl, ss = params.requested_level, params.slice_level, params.slice_size
-    slices = params.count // ss
+    slices, leaders = params.count // ss, params.leader_count
     if req == 0:
         groups = [list(range(tree.sizes[0]))]
     else:
@@ -171,22 +297,10 @@ def balanced_placement(
     best_threshold, best_used = 0, 0
     best: tuple[_State, list[int]] | None = None
     for group in groups:
-        st = _load(counts, tree, req, group)
-        if req < sl:
-            lower_level = req + 1
-            lower = [c for d in group for c in _kids(tree, req, d)]
-        else:
-            lower_level, lower = req, group
-        fits, used, last = _greedy(st, lower_level, lower, slices)
-        if not fits:
+        found = _group_threshold(tree, counts, params, group, best_threshold)
+        if found is None:
             continue
-        threshold = min(slices // used, last)
-        if threshold < best_threshold:
-            continue
-        _prune(tree, st, req, group, threshold, params)
-        fits, used_req, _ = _greedy(st, req, group, slices)
-        if not fits:
-            continue
+        threshold, used_req, st = found
         if threshold > best_threshold or used_req < best_used:
             best_threshold, best_used, best = threshold, used_req, (st, group)
     if best is None or best_threshold <= 0:
@@ -195,25 +309,43 @@ def balanced_placement(
 
     level = req
     if req < sl:
-        chosen = _optimal_set(tree, st, req, fit, slices, ss, by_entropy=True)
+        chosen = _optimal_set(tree, st, req, fit, params, by_entropy=True)
         if chosen is None:
             return None
         fit = [c for d in chosen for c in _kids(tree, req, d)]
         level = req + 1
-    picked = _optimal_set(tree, st, level, fit, slices, ss, by_entropy=False)
+    picked = _optimal_set(tree, st, level, fit, params, by_entropy=False)
     if picked is None or slices < len(picked) * best_threshold:
         return None
-    # sortedDomainsWithLeader without a leader: slices desc, pods asc, values.
-    picked.sort(key=lambda d: (-st.sc[level, d], st.pc[level, d], d))
+    picked = _with_leader_order(st, level, picked)
     extra = slices - len(picked) * best_threshold
-    taken = Taken([], [], [])
     for d in picked:
-        more = min(st.sc[level, d] - best_threshold, extra) if extra > 0 else 0
+        key = (level, d)
+        if leaders > 0:
+            more = min(st.scwl[key] - best_threshold, extra)
+            st.lc[key] = 1
+            leaders -= 1
+        elif extra > 0:
+            more = min(st.sc[key] - best_threshold, extra)
+            st.lc[key] = 0
+        else:
+            more = 0
+            st.lc[key] = 0
+        st.sc[key] = st.scwl[key] = best_threshold + more
+        st.pc[key] = st.sc[key] * ss
+        st.pcwl[key] = st.pc[key] - st.lc[key]
         extra -= more
-        taken.idx.append(d)
-        taken.pods.append((best_threshold + more) * ss)
-        taken.leaders.append(0)
-    if extra > 0:
+    if extra > 0 or leaders > 0:
+        return None
+    taken = distribute(
+        st.cands(level, picked),
+        params.count,
+        params.leader_count,
+        ss,
+        params.best_fit,
+        slices=True,
+    )
+    if taken is None:
         return None
     return _descend_each(tree, counts, params, level, taken)
 
@@ -231,8 +363,8 @@ def _descend_each(
         else:
             size = params.inner_sizes.get(level + 1, 1)
         merged = Taken([], [], [])
-        for d, pods in zip(taken.idx, taken.pods, strict=True):
-            if pods == 0:
+        for d, pods, lead in zip(taken.idx, taken.pods, taken.leaders, strict=True):
+            if pods == 0 and lead == 0:
                 continue
             lo, hi = tree.children(level, d)
             kids = Cands.gather(counts, level + 1, np.arange(lo, hi, dtype=np.int64))
@@ -240,7 +372,7 @@ def _descend_each(
             if size > 1:  # Kueue recounts slices in this level's unit
                 kids.sc = kids.pc // size
                 kids.scwl = kids.pcwl // size
-            part = distribute(kids, pods, 0, size, fb, slices=size > 1)
+            part = distribute(kids, pods, lead, size, fb, slices=size > 1)
             if part is None:
                 return None
             merged.idx += part.idx
