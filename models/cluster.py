@@ -189,6 +189,15 @@ class AdmissionFairSharing(Frozen):
     resource_weights: tuple[tuple[str, Fraction], ...] = ()
 
 
+class FeatureGates(Frozen):
+    """Kueue feature gates from the Configuration that placewise reads besides
+    AdmissionFairSharing (which shows as ``FairSharing.admission``); Kueue's
+    defaults when unset."""
+
+    tas_balanced_placement: bool = False
+    """TASBalancedPlacement (alpha): even spreads for preferred TAS requests."""
+
+
 class FairSharing(Frozen):
     """Kueue's ``Configuration.fairSharing``: cohort fair sharing on or off.
 
@@ -202,6 +211,8 @@ class FairSharing(Frozen):
     admission: AdmissionFairSharing | None = None
     """``Configuration.admissionFairSharing`` while the AdmissionFairSharing
     gate is on (its default); None: no queue orders by usage."""
+    gates: FeatureGates = FeatureGates()
+    """The Configuration's other feature gates that change decisions."""
 
 
 class LocalQueue(Frozen):

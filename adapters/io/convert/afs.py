@@ -21,9 +21,6 @@ from placewise.models.cluster import AdmissionFairSharing, AdmissionMode
 from placewise.models.errors import describe
 from placewise.models.quantity import QuantityError, parse_fraction
 
-GATE = "AdmissionFairSharing"
-"""Kueue's feature gate (Beta, default on at the pinned commit)."""
-
 MODES: tuple[AdmissionMode, ...] = (
     "UsageBasedAdmissionFairSharing",
     "NoAdmissionFairSharing",
@@ -89,14 +86,13 @@ def _duration(ctx: Ctx, raw: Mapping[str, Any], key: str) -> int | None:
 
 
 def decode_admission_fair_sharing(
-    ctx: Ctx, obj: Mapping[str, Any]
+    ctx: Ctx, obj: Mapping[str, Any], gate_on: bool
 ) -> AdmissionFairSharing | None:
     """``Configuration.admissionFairSharing`` with Kueue's defaults (sampling
     every 5 minutes) and validation; None when the section is absent or the
-    ``featureGates`` of the same Configuration turn the gate off."""
+    ``featureGates`` of the same Configuration turn the gate off (``gate_on``,
+    read by :func:`~placewise.adapters.io.convert.gates.read_gates`)."""
     raw = obj.get("admissionFairSharing")
-    gates = ctx.mapping(obj, "featureGates", "featureGates")
-    gate_on = ctx.boolean(gates, GATE, f"featureGates.{GATE}", True)
     if raw is None:
         return None
     if not isinstance(raw, Mapping):

@@ -7,7 +7,6 @@ from fractions import Fraction
 from typing import Any
 
 from placewise.adapters.io.convert.afs import (
-    GATE,
     admission_mode,
     decode_admission_fair_sharing,
     local_queue_usage,
@@ -20,6 +19,12 @@ from placewise.adapters.io.convert.core import (
     texts,
     tolerations,
 )
+from placewise.adapters.io.convert.gates import (
+    ADMISSION_FAIR_SHARING,
+    TAS_BALANCED_PLACEMENT,
+    read_gates,
+    unread_gates,
+)
 from placewise.models.cluster import (
     DEFAULT_STRATEGIES,
     HOSTNAME_LABEL,
@@ -28,6 +33,7 @@ from placewise.models.cluster import (
     ClusterQueue,
     Cohort,
     FairSharing,
+    FeatureGates,
     FlavorFungibility,
     FlavorQuotas,
     LocalQueue,
@@ -360,19 +366,18 @@ def decode_configuration(
     ctx: Ctx, obj: Mapping[str, Any], version: str
 ) -> tuple[FairSharing, list[str]]:
     """Kueue's own ``Configuration``: ``fairSharing``, ``admissionFairSharing``
-    and the AdmissionFairSharing entry of ``featureGates`` change decisions.
+    and the AdmissionFairSharing and TASBalancedPlacement entries of
+    ``featureGates`` change decisions.
 
     Returns the fair-sharing settings and the fields placewise ignores (the
     loader warns once, naming them; other feature gates among them).
     """
     fair, ignored = _fair_sharing(ctx, obj, version)
-    gates = obj.get("featureGates")
-    if isinstance(gates, Mapping):
-        ignored += sorted(
-            f"featureGates.{describe(k, quote=False)}" for k in gates if k != GATE
-        )
-    admission = decode_admission_fair_sharing(ctx, obj)
-    return fair.model_copy(update={"admission": admission}), ignored
+    ignored += unread_gates(obj)
+    on = read_gates(ctx, obj)
+    admission = decode_admission_fair_sharing(ctx, obj, on[ADMISSION_FAIR_SHARING])
+    gates = FeatureGates(tas_balanced_placement=on[TAS_BALANCED_PLACEMENT])
+    return fair.model_copy(update={"admission": admission, "gates": gates}), ignored
 
 
 def _fair_sharing(

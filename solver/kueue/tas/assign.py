@@ -6,8 +6,10 @@ from collections.abc import Callable, Mapping
 
 from placewise.models.scheduling import Toleration
 from placewise.models.workload import TopologyAssignment, TopologyDomain
+from placewise.solver.kueue.tas.balanced import balanced_placement
 from placewise.solver.kueue.tas.capacity import Demand, Free
 from placewise.solver.kueue.tas.counts import fill_counts, resource_exclusions
+from placewise.solver.kueue.tas.distribute import Taken
 from placewise.solver.kueue.tas.messages import Exclusions, multi_layer_not_fit, not_fit
 from placewise.solver.kueue.tas.placement import descend, find_level
 from placewise.solver.kueue.tas.request import interpret
@@ -23,6 +25,7 @@ def assign_group(
     extra_tolerations: tuple[Toleration, ...],
     demand_of: Callable[[Mapping[str, int]], Demand],
     quiet: bool = False,
+    balanced: bool = False,
 ) -> dict[str, TopologyAssignment] | str:
     """Kueue's ``findTopologyAssignment`` for one group on capacity ``free``.
 
@@ -42,6 +45,9 @@ def assign_group(
          slice level, parent by parent from it.
       3. Build the assignments: leaves with pods, in value-path order; the
          leader's leaf separately.
+
+    ``balanced`` (Kueue's TASBalancedPlacement gate) tries an even spread
+    (:mod:`.balanced`) before phases 2a and 2b, which stay the fallback.
 
     Returns the assignments per pod set name, or Kueue's failure reason.
     """
@@ -73,6 +79,11 @@ def assign_group(
             return multi_layer_not_fit(tree, counts, level, params, stats)
         return not_fit(tree, fit, total, params.slice_size, stats)
 
+    if balanced:
+        even = balanced_placement(tree, counts, params)
+        if even is not None:
+            return _assignments(tree, workers, leader, even)
+
     # Phase 2a: choose the level and the domains there.
     found = find_level(tree, counts, params, params.requested_level, fail)
     if isinstance(found, str):
@@ -89,7 +100,16 @@ def assign_group(
             f"{params.count} pod(s) below level {tree.levels[level]}"
         )
 
-    # Phase 3: build the assignments.
+    return _assignments(tree, workers, leader, taken)
+
+
+def _assignments(
+    tree: FlavorTree,
+    workers: TasPodSetRequest,
+    leader: TasPodSetRequest | None,
+    taken: Taken,
+) -> dict[str, TopologyAssignment]:
+    """Phase 3: build the assignments."""
     out: dict[str, TopologyAssignment] = {}
     if leader is not None:
         out[leader.name] = _build(tree, taken.idx, taken.leaders)

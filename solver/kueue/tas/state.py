@@ -99,6 +99,8 @@ class TasState:
                     (rows == np.arange(len(hosts))).all()
                 ):
                     self._host_identity.add(name)
+        self.balanced = False
+        """Kueue's TASBalancedPlacement gate (from the Configuration)."""
         self._workloads: dict[str, list[Usage]] = {}
         self._demands: dict[tuple[tuple[str, int], ...], Demand] = {}
         self._empty_results: dict[tuple[bool, RequestsKey], TasResult] = {}
@@ -141,6 +143,7 @@ class TasState:
             if tree.hostname:
                 hosts.update((p[-1], None) for p in tree.leaf_paths)
         state = cls(resources, trees, sorted(hosts))
+        state.balanced = snapshot.fair_sharing.gates.tas_balanced_placement
         # One table update for all running usage: with no negative delta,
         # saturating the sum once equals saturating after every add.
         running: list[Prepared] = []
@@ -308,7 +311,14 @@ class TasState:
                 self._assumed(tree, host_assumed, leaf_assumed),
             )
             placed = assign_group(
-                tree, free, workers, leader, tolerations, self._demand, quiet
+                tree,
+                free,
+                workers,
+                leader,
+                tolerations,
+                self._demand,
+                quiet,
+                self.balanced,
             )
             if isinstance(placed, str):
                 return TasResult(None, placed, workers.name)
