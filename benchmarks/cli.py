@@ -4,7 +4,9 @@ A platform team asks "what would placewise buy us over what we run now?";
 the answer has to compare real policies on the same instances, check every
 plan, and say where the limit is.  This command builds the experiment
 matrix (generated families x seeds x solvers, plus the LP bound of each
-instance), runs it over ``--jobs`` worker processes with a progress bar,
+instance), runs it through the sweep's executors (``--jobs`` local worker
+processes, or Ray with ``--ray``/``--ray-address``; each experiment in a
+fresh process of its own either way) with a progress bar,
 adds the Alibaba GPU trace replay and, with ``--simulate``, a replay of
 arrivals over time, and writes ``summary.md``, ``runs.csv`` and PNG plots
 to ``--out``.  Exit 0 when the report is written, also when some runs
@@ -28,6 +30,7 @@ from placewise.benchmarks.harness import matrix
 
 if TYPE_CHECKING:
     from placewise.benchmarks.harness.runner import Work
+    from placewise.benchmarks.sweep.executors import Executor
 
 QUICK_TIMEOUT = 300.0
 FULL_TIMEOUT = 1800.0
@@ -82,8 +85,21 @@ def register(subparsers: Subparsers) -> None:
         default=os.cpu_count() or 1,
         metavar="N",
         help="experiments run in parallel processes (default: the "
-        "number of cores, %(default)s); wall times are only "
-        "comparable with --jobs 1",
+        "number of cores, %(default)s; with --ray, its CPUs); wall times "
+        "are only comparable with --jobs 1",
+    )
+    p.add_argument(
+        "--ray",
+        action="store_true",
+        help="run the experiments as tasks on a local Ray started with "
+        "--jobs CPUs, each still in its own process "
+        "(pip install 'placewise[ray]')",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="run the experiments on the Ray cluster at ADDR (HOST:PORT, "
+        "ray://HOST:PORT, or auto inside a RayJob)",
     )
     p.add_argument(
         "--workers",
@@ -148,9 +164,10 @@ def _csv(text: str | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     # The harness (matplotlib, the solvers) loads only when bench runs.
     from placewise.benchmarks.harness.report import ReportInputs, write_report
-    from placewise.benchmarks.harness.runner import RunResult
+    from placewise.benchmarks.harness.runner import WORKER_PRELOAD, RunResult
     from placewise.benchmarks.harness.simulate import SimulationReport, sim_jobs
     from placewise.benchmarks.harness.trace import TraceJob, TraceResult
+    from placewise.benchmarks.sweep.executors import ExecutorError, make_executor
 
     console = Console(stderr=True)
     try:
@@ -198,9 +215,29 @@ def run(args: argparse.Namespace) -> int:
         tasks[0 if skipped is not None or not args.trace else 1 : 0] = sim_jobs(
             quick=args.quick, time_limit=min(args.time_limit, 2.0), workers=workers
         )
+    # The sweep's executors: this process (--jobs 1), a local pool or Ray;
+    # whichever, each experiment runs in a fresh process of its own.
+    executor = make_executor(args.ray, args.ray_address, args.jobs, WORKER_PRELOAD)
+    try:
+        executor.start()
+    except ExecutorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     start = time.perf_counter()
-    results = _run_with_progress(console, tasks, args.jobs)
+    try:
+        results = _run_with_progress(console, tasks, args.jobs, executor)
+    finally:
+        executor.close()
     seconds = time.perf_counter() - start
+    settings: dict[str, Any] = {
+        "cpsat time limit": f"{args.time_limit:g} s",
+        "jobs": args.jobs,
+        "cpsat workers per run": workers,
+        "cores": os.cpu_count() or 1,
+        "code": _revision(),
+    }
+    if executor.name == "ray":
+        settings["executor"] = f"ray ({args.ray_address or 'local'})"
     runs = [r for r in results if isinstance(r, RunResult)]
     trace = next((r for r in results if isinstance(r, TraceResult)), skipped)
     sims = [r for r in results if not isinstance(r, RunResult | TraceResult)]
@@ -208,13 +245,7 @@ def run(args: argparse.Namespace) -> int:
         results=runs,
         command=_command(args),
         seconds=seconds,
-        settings={
-            "cpsat time limit": f"{args.time_limit:g} s",
-            "jobs": args.jobs,
-            "cpsat workers per run": workers,
-            "cores": os.cpu_count() or 1,
-            "code": _revision(),
-        },
+        settings=settings,
         trace=trace,
         simulation=SimulationReport.of(sims) if sims else None,
     )
@@ -274,6 +305,10 @@ def _command(args: argparse.Namespace) -> str:
         "--workers",
         str(args.workers),
     ]
+    if args.ray_address:
+        parts += ["--ray-address", args.ray_address]
+    elif args.ray:
+        parts.append("--ray")
     if args.simulate:
         parts.append("--simulate")
     if not args.trace:
@@ -283,7 +318,9 @@ def _command(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _run_with_progress(console: Console, tasks: list[Work], jobs: int) -> list[Any]:
+def _run_with_progress(
+    console: Console, tasks: list[Work], jobs: int, executor: Executor
+) -> list[Any]:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -320,4 +357,4 @@ def _run_with_progress(console: Console, tasks: list[Work], jobs: int) -> list[A
                 n = int(progress.tasks[0].completed)
                 console.print(f"[{n}/{len(tasks)}] {label} ok")
 
-        return run_tasks(tasks, jobs, done)
+        return run_tasks(tasks, jobs, done, executor)

@@ -1,6 +1,6 @@
 """Runs tasks in worker processes: solve, validate, measure.
 
-Each task runs in a fresh process (``max_tasks_per_child=1``) so that
+Each task runs in a fresh process (:func:`isolated`) so that
 ``getrusage``'s peak RSS is that task's own and a crash or an out-of-memory
 kill takes down one task, not the run.  Processes fork from a forkserver
 that has already imported the solvers, so a fresh process costs
@@ -19,11 +19,11 @@ import signal
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from placewise.benchmarks.harness.matrix import (
     AGGREGATE_BOUND_FAMILIES,
@@ -35,6 +35,9 @@ from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.solver.metrics import Held, Metrics, compute
+
+if TYPE_CHECKING:
+    from placewise.benchmarks.sweep.executors import Executor
 
 MAX_VIOLATIONS_KEPT = 10
 
@@ -203,6 +206,10 @@ def failed(work: Work, why: str) -> Any:
     return work.failed(why)
 
 
+WORKER_PRELOAD = ("placewise.benchmarks.harness.runner",)
+"""What the executor's worker imports: it only forks each task's process."""
+
+
 def _context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
@@ -218,46 +225,46 @@ def _context() -> multiprocessing.context.BaseContext:
 
 
 def run_tasks(
-    tasks: Sequence[Work], jobs: int, progress: Progress | None = None
+    tasks: Sequence[Work],
+    jobs: int,
+    progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> list[Any]:
-    """Run every task, ``jobs`` at a time, each in its own process.
+    """Run every task, each in its own process, through ``executor`` (the
+    sweep's: this process handing out one task at a time, a local pool of
+    ``jobs`` workers, or Ray; default: the first for ``jobs`` 1, else the
+    pool).  Whichever it is, its worker runs :func:`isolated`, so a task's
+    peak memory, its timeout and a crash stay the task's own.
 
     Results come back in completion order; a :class:`Task` gives a
     :class:`RunResult`, any other job whatever its ``execute`` returns.
+    The caller starts and closes an executor it passes in.
     """
+    from placewise.benchmarks.sweep.executors import make_executor
+
     results: list[Any] = []
-    done: set[int] = set()
 
     def record(task: Work, res: Any) -> None:
         results.append(res)
-        done.add(id(task))
         if progress is not None:
             progress(task, res)
 
-    pool = ProcessPoolExecutor(
-        max_workers=max(1, jobs), mp_context=_context(), max_tasks_per_child=1
-    )
+    if executor is not None:
+        executor.map(tasks, isolated, record, failed)
+        return results
+    own = make_executor(False, None, jobs, WORKER_PRELOAD)
+    own.start()
     try:
-        futures: dict[Future[Any], Work] = {pool.submit(execute, t): t for t in tasks}
-        for fut in as_completed(futures):
-            try:
-                res = fut.result()
-            except BrokenProcessPool:
-                break
-            except Exception as exc:  # e.g. a result that failed to pickle
-                res = failed(futures[fut], f"worker error: {exc!r}")
-            record(futures[fut], res)
+        own.map(tasks, isolated, record, failed)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    # A worker died (killed, out of memory) and took the pool with it: the
-    # tasks in flight cannot be told apart, so each unfinished one runs alone.
-    for task in tasks:
-        if id(task) not in done:
-            record(task, _isolated(task))
+        own.close()
     return results
 
 
-def _isolated(task: Work) -> Any:
+def isolated(task: Work) -> Any:
+    """One task in a fresh process of its own (forked from a forkserver that
+    has imported the solvers): its peak RSS is its own, and a dead process
+    (killed, out of memory) is that task's failure, not the run's."""
     with ProcessPoolExecutor(
         max_workers=1, mp_context=_context(), max_tasks_per_child=1
     ) as pool:
@@ -265,6 +272,8 @@ def _isolated(task: Work) -> Any:
             return pool.submit(execute, task).result()
         except BrokenProcessPool:
             return failed(task, "worker process died (killed or out of memory)")
+        except Exception as exc:  # e.g. a result that failed to pickle
+            return failed(task, f"worker error: {exc!r}")
 
 
 def _failed(task: Task, why: str) -> RunResult:

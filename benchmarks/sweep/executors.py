@@ -3,8 +3,11 @@
 A point is a small dict in and a small dict out (:func:`run_point`), so
 every executor is a loop that hands out dicts and reports each record as it
 comes back; the caller caches it at once, which is what lets an interrupted
-sweep resume.  The process pool needs nothing beyond the standard library;
-Ray is an optional extra (``pip install 'placewise[ray]'``) imported only
+sweep resume.  Underneath, :meth:`map` runs any picklable module-level
+function over any picklable items (``placewise bench`` hands it its jobs,
+each of which the function runs in a fresh process of its own).  The
+process pool needs nothing beyond the standard library; Ray is an optional
+extra (``pip install 'placewise[ray]'``) imported only
 when asked for, and a Ray that cannot be reached is an error before any
 point starts.
 """
@@ -16,12 +19,15 @@ import socket
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from placewise.benchmarks.sweep.points import run_point
 
 Record = dict[str, Any]
 Done = Callable[[Record], None]
+T = TypeVar("T")
+R = TypeVar("R")
+SWEEP_PRELOAD = ("placewise.benchmarks.sweep.points", "placewise.solver.solve")
 INSTALL_HINT = "Ray is not installed: pip install 'placewise[ray]'"
 CONNECT_TIMEOUT_S = 5.0
 
@@ -36,6 +42,17 @@ class Executor(Protocol):
     def start(self) -> None: ...
 
     def run(self, points: Sequence[Mapping[str, Any]], done: Done) -> None: ...
+
+    def map(
+        self,
+        items: Sequence[T],
+        fn: Callable[[T], R],
+        done: Callable[[T, R], None],
+        failed: Callable[[T, str], R],
+    ) -> None:
+        """``done(item, fn(item))`` for every item, in completion order;
+        ``failed(item, why)`` stands in for a result that never came back."""
+        ...
 
     def close(self) -> None: ...
 
@@ -56,6 +73,20 @@ def run_safely(data: Mapping[str, Any]) -> Record:
         }
 
 
+def _crashed(point: Mapping[str, Any], why: str) -> Record:
+    return {
+        "ok": False,
+        "crashed": True,
+        "error": why,
+        "point": dict(point),
+        "metrics": {},
+    }
+
+
+def _run_points(ex: Executor, points: Sequence[Mapping[str, Any]], done: Done) -> None:
+    ex.map(points, run_safely, lambda _p, rec: done(rec), _crashed)
+
+
 class Inline:
     """Points one after another in this process (``--jobs 1``)."""
 
@@ -65,8 +96,17 @@ class Inline:
         return None
 
     def run(self, points: Sequence[Mapping[str, Any]], done: Done) -> None:
-        for p in points:
-            done(run_safely(p))
+        _run_points(self, points, done)
+
+    def map(
+        self,
+        items: Sequence[T],
+        fn: Callable[[T], R],
+        done: Callable[[T, R], None],
+        failed: Callable[[T, str], R],
+    ) -> None:
+        for item in items:
+            done(item, fn(item))
 
     def close(self) -> None:
         return None
@@ -78,36 +118,36 @@ class LocalPool:
 
     name = "local"
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, preload: Sequence[str] = SWEEP_PRELOAD) -> None:
         self.jobs = max(1, jobs)
+        self.preload = list(preload)
 
     def start(self) -> None:
         return None
 
     def run(self, points: Sequence[Mapping[str, Any]], done: Done) -> None:
+        _run_points(self, points, done)
+
+    def map(
+        self,
+        items: Sequence[T],
+        fn: Callable[[T], R],
+        done: Callable[[T, R], None],
+        failed: Callable[[T, str], R],
+    ) -> None:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(
-            ["placewise.benchmarks.sweep.points", "placewise.solver.solve"]
-        )
+        ctx.set_forkserver_preload(self.preload)
         pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
         try:
-            futures: dict[Future[Record], Mapping[str, Any]] = {
-                pool.submit(run_safely, p): p for p in points
-            }
+            futures: dict[Future[R], T] = {pool.submit(fn, it): it for it in items}
             for fut in as_completed(futures):
                 try:
-                    rec = fut.result()
-                except Exception as exc:  # a dead worker: that point failed
-                    rec = {
-                        "ok": False,
-                        "crashed": True,
-                        "error": f"worker died: {exc!r}",
-                        "point": dict(futures[fut]),
-                        "metrics": {},
-                    }
-                done(rec)
+                    res = fut.result()
+                except Exception as exc:  # a dead worker: that item failed
+                    res = failed(futures[fut], f"worker died: {exc!r}")
+                done(futures[fut], res)
         except BaseException:
-            # Ctrl-C: drop the queued points now (the cached ones are safe)
+            # Ctrl-C: drop the queued items now (the cached ones are safe)
             # instead of waiting for every one of them to run.
             pool.shutdown(wait=False, cancel_futures=True)
             raise
@@ -150,24 +190,27 @@ class RayPool:
         self._ray = ray
 
     def run(self, points: Sequence[Mapping[str, Any]], done: Done) -> None:
+        _run_points(self, [dict(p) for p in points], done)
+
+    def map(
+        self,
+        items: Sequence[T],
+        fn: Callable[[T], R],
+        done: Callable[[T, R], None],
+        failed: Callable[[T, str], R],
+    ) -> None:
         ray = self._ray
-        remote = ray.remote(num_cpus=1, max_retries=1)(run_safely)
-        pending = {remote.remote(dict(p)): p for p in points}
+        remote = ray.remote(num_cpus=1, max_retries=1)(fn)
+        pending = {remote.remote(it): it for it in items}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                point = pending.pop(ref)
+                item = pending.pop(ref)
                 try:
-                    rec = ray.get(ref)
+                    res = ray.get(ref)
                 except Exception as exc:  # the task's worker died
-                    rec = {
-                        "ok": False,
-                        "crashed": True,
-                        "error": f"Ray task failed: {exc!r}",
-                        "point": dict(point),
-                        "metrics": {},
-                    }
-                done(rec)
+                    res = failed(item, f"Ray task failed: {exc!r}")
+                done(item, res)
 
     def close(self) -> None:
         if self._ray is not None:
@@ -193,9 +236,14 @@ def _reachable(address: str) -> None:
         ) from None
 
 
-def make_executor(ray: bool, address: str | None, jobs: int) -> Executor:
+def make_executor(
+    ray: bool,
+    address: str | None,
+    jobs: int,
+    preload: Sequence[str] = SWEEP_PRELOAD,
+) -> Executor:
     if ray or address is not None:
         return RayPool(address, jobs)
     if jobs <= 1:
         return Inline()
-    return LocalPool(jobs)
+    return LocalPool(jobs, preload)

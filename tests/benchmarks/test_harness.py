@@ -426,3 +426,75 @@ def test_trace_with_its_data_is_not_skipped(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("sn\n")
     assert TraceJob("out", quick=True, shared=str(tmp_path)).missing_data() is None
+
+
+# -- the bench through the sweep's executors -----------------------------------------
+
+TIMING = {"wall_s", "peak_mib"}
+
+
+def _bench_rows(out: Path, *extra: str) -> list[dict[str, str]]:
+    """The smallest family, the greedy (and the bound), one seed, no trace."""
+    argv = ["bench", "--families", "fair-share", "--solvers", "kueue"]
+    argv += ["--seeds", "1", "--no-trace", "--workers", "1", "--out", str(out)]
+    assert main([*argv, *extra]) == 0
+    rows = list(csv.DictReader((out / "runs.csv").open()))
+    assert rows and all(r["ok"] == "True" for r in rows), rows
+    assert all(float(r["peak_mib"]) > 0 for r in rows)  # each run measured
+    return sorted(
+        ({k: v for k, v in r.items() if k not in TIMING} for r in rows),
+        key=lambda r: (r["instance"], r["seed"], r["solver"]),
+    )
+
+
+def test_bench_through_the_pool_gives_the_inline_rows(tmp_path):
+    inline = _bench_rows(tmp_path / "inline", "--jobs", "1")
+    pool = _bench_rows(tmp_path / "pool", "--jobs", "2")
+    assert {r["solver"] for r in pool} == {"kueue", "limit"}
+    assert pool == inline
+
+
+def test_the_executor_runs_each_task_in_a_process_of_its_own():
+    """Under any executor (here this process, then the pool) a dead task
+    process is that task's failure and every task sees a fresh pid."""
+    from placewise.benchmarks.sweep.executors import Inline, LocalPool
+
+    for executor in (Inline(), LocalPool(2)):
+        results = run_tasks([Crash(0), Crash(1), Crash(2)], 2, executor=executor)
+        assert sorted(results, key=str) == [
+            ("failed", 1, "worker process died (killed or out of memory)"),
+            ("ok", 0),
+            ("ok", 2),
+        ]
+    pids = run_tasks([Pid(), Pid(), Pid()], jobs=1)
+    assert len(set(pids)) == 3 and os.getpid() not in pids
+
+
+@dataclass(frozen=True)
+class Pid:
+    label: str = "pid"
+
+    def execute(self) -> int:
+        return os.getpid()
+
+    def failed(self, why: str) -> int:
+        return -1
+
+
+def test_bench_ray_without_ray_installed_exits_2_with_the_hint(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    out = tmp_path / "bench"
+    argv = ["bench", "--families", "fair-share", "--solvers", "kueue"]
+    assert main([*argv, "--no-trace", "--out", str(out), "--ray"]) == 2
+    assert "pip install 'placewise[ray]'" in capsys.readouterr().err
+    assert not (out / "runs.csv").exists()
+
+
+def test_bench_on_ray_gives_the_pool_rows(tmp_path):
+    pytest.importorskip("ray", reason="ray not installed: pip install 'placewise[ray]'")
+    pool = _bench_rows(tmp_path / "pool", "--jobs", "2")
+    ray = _bench_rows(tmp_path / "ray", "--ray", "--jobs", "2")
+    assert ray == pool
+    assert "executor: ray (local)" in (tmp_path / "ray" / "summary.md").read_text()
