@@ -131,13 +131,16 @@ def main(argv: list[str] | None = None) -> int:
                 t, g = median_run(tiered), median_run(total, total=True)
                 walls = [r["wall"] for r in tiered]
                 bad = sum(r["violations"] for r in [greedy, *tiered, *total])
+                # A FALLBACK plan (the warm start) reports no bounds.
+                bounds = t["bounds"] or [None] * len(t["tiers"])
                 shown = " / ".join(
-                    f"{x} ({b})" for x, b in zip(t["tiers"], t["bounds"], strict=True)
+                    f"{x} ({'-' if b is None else b})"
+                    for x, b in zip(t["tiers"], bounds, strict=True)
                 )
                 ok = "yes" if t["tiers"] >= greedy["tiers"] else "NO"
                 print(
                     f"| {fam} | {seed} | {' / '.join(map(str, greedy['tiers']))} | "
-                    f"{shown} | {gap(t['tiers'][0], t['bounds'][0])} | {ok} | "
+                    f"{shown} | {gap(t['tiers'][0], bounds[0])} | {ok} | "
                     f"{g['gpus_after']} / {g['bound']} "
                     f"({gap(g['gpus_after'], g['bound'])}) | {lp} | "
                     f"{statistics.median(walls):.1f} ({min(walls):.1f}-"
