@@ -224,10 +224,6 @@ def _solve_cpsat(
         return _fallback(warm, start, "no solution within the time limit")
     searched = model.plan(values, reasons)
     plan = settle_preemptions(snapshot, fill(data, searched))
-    # Settling may withdraw admissions that lived on a victim's room: the
-    # leftovers may still hold them elsewhere (fill never preempts, but may
-    # land on room a victim freed, so the result is settled once more).
-    plan = settle_preemptions(snapshot, fill(data, plan))
     plan = _with_reasons(plan, explain(data, plan))
     pol = params.policy
     if _worse(snapshot, plan, warm, model.stages, pol):
