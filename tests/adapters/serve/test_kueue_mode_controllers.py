@@ -28,6 +28,11 @@ from tests.adapters.serve.test_kueue_mode import (
     workload,
 )
 
+QUIET = 3.0
+"""Seconds without a solve or an event that count as settled: longer than a
+solve (time limit 1 s, plus settling and validation under coverage), so a
+solve still running is not taken for quiet."""
+
 
 def start(
     harness_factory: Callable[..., Harness], objects: list[dict[str, Any]], solver: str
@@ -52,11 +57,11 @@ def test_preemption_completes_then_preemptor_is_admitted(
     try:
         low = workload("low", 4, 4)
         h.create(low)
-        settle(sc, rec, quiet=1.0)
+        settle(sc, rec, quiet=QUIET)
         assert rec.kinds("admitted") == ["ml/low"]
         high = workload("high", 2, 4, priority=100)
         h.create(high)
-        settle(sc, rec, quiet=1.0)
+        settle(sc, rec, quiet=QUIET)
     finally:
         rec.stop()
     assert rec.kinds("evicted") == ["ml/low"]
@@ -85,9 +90,9 @@ def test_completion_frees_room_for_what_waits(
     h, sc, rec = start(harness_factory, objects, "auto")
     try:
         h.create(workload("first", 4, 4))
-        settle(sc, rec, quiet=1.0)
+        settle(sc, rec, quiet=QUIET)
         h.create(workload("next", 2, 4))
-        settle(sc, rec, quiet=1.0)
+        settle(sc, rec, quiet=QUIET)
         assert rec.kinds("admitted") == ["ml/first"]
         first = get_workload(h, "first")
         conds = [
@@ -108,7 +113,7 @@ def test_completion_frees_room_for_what_waits(
             "first",
             {"status": {"conditions": conds}},
         )
-        settle(sc, rec, quiet=1.0)
+        settle(sc, rec, quiet=QUIET)
     finally:
         rec.stop()
     assert rec.kinds("admitted") == ["ml/first", "ml/next"]
@@ -132,7 +137,7 @@ def test_generated_cluster_with_controllers(
     objects = generated(nodes, pending, seed)
     h, sc, rec = start(harness_factory, objects, solver)
     try:
-        settle(sc, rec)
+        settle(sc, rec, quiet=QUIET)
     finally:
         rec.stop()
     final = {
