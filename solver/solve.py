@@ -62,10 +62,37 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     from placewise.solver.settle import settle_preemptions
 
     params = params or SolveParams()
+    if _moves(snapshot, params):
+        return _solve_with_moves(snapshot, params)
     plan = _solve(snapshot, params)
     if params.solver in ("greedy", "cpsat", "auto"):
         return plan
     return settle_preemptions(snapshot, plan)
+
+
+MOVE_SHARE = 0.25
+"""Share of the time limit the move search gets after the optimizer."""
+
+
+def _moves(snapshot: Snapshot, params: SolveParams) -> bool:
+    """Moves apply to the optimizer's plans on one cluster, with a budget."""
+    return (
+        params.solver in ("cpsat", "auto")
+        and not isinstance(snapshot, MultiSnapshot)
+        and params.policy.move_rules.enabled
+    )
+
+
+def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
+    """The optimizer's plan (tiers first, no moves), then the fewest moves
+    that let the gangs it left pending in (:mod:`placewise.solver.defrag`)."""
+    from placewise.solver.defrag import add_moves
+
+    share = params.time_limit * MOVE_SHARE
+    plan = _solve(snapshot, replace(params, time_limit=params.time_limit - share))
+    return add_moves(
+        snapshot, plan, params.policy, share, max(1, params.workers), params.seed
+    )
 
 
 def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:

@@ -9,14 +9,16 @@ from placewise.adapters.cli import multicluster
 from placewise.adapters.cli.common import (
     Subparsers,
     load,
+    non_negative_int,
+    policy_error,
     positive_float,
     positive_int,
     solve_each,
     timestamp,
+    with_moves,
 )
 from placewise.adapters.io import output
 from placewise.adapters.io.documents import load_one
-from placewise.models.errors import InstanceError, Location, Problem
 from placewise.solver.policy import Policy
 from placewise.solver.solve import SOLVERS
 
@@ -76,6 +78,17 @@ def register(subparsers: Subparsers) -> None:
         help="YAML objective policy (see README, 'Objective')",
     )
     p.add_argument(
+        "--moves",
+        type=non_negative_int,
+        default=None,
+        metavar="K",
+        help="at most K moves: running workloads labelled "
+        'placewise.io/movable: "true" (or movable by the policy) may be '
+        "evicted and admitted again elsewhere to let blocked gangs in; "
+        "overrides the policy's moves.budget.count (default: the policy's, "
+        "else no moves)",
+    )
+    p.add_argument(
         "--now",
         type=timestamp,
         default=None,
@@ -125,9 +138,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             policy = Policy.from_mapping(raw)
         except ValueError as exc:
-            where = Location(file=args.policy, kind="Policy")
-            raise InstanceError([Problem(where, str(exc))]) from None
+            raise policy_error(args.policy, exc) from None
     snapshot = load(args.instances, args.now)
+    policy = with_moves(policy, args.moves, snapshot, args.policy)
     plans = solve_each(snapshot, args, policy)
     if args.compare:
         text = output.render_many(plans, args.format or "table", snapshot)

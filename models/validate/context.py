@@ -138,16 +138,16 @@ class Context:
         entries = {a.workload: a for a in reversed(self.plan.admissions)}
         for move in self.plan.moves:
             w = running.get(move.workload)
-            entry = entries.get(move.workload)
+            again = entries.get(move.workload)
             if (
                 w is None
-                or entry is None
+                or again is None
                 or move.workload in self.victims
                 or move.workload in self.moved
             ):
                 continue  # reported by the moves rules
             self.moved[move.workload] = (w, move)
-            self.admitted.append(self._admitted(entry, w))
+            self.admitted.append(self._admitted(again, w))
         for adm in self.admitted:
             old = self.snap.replaced_slice(adm.workload)
             if (
