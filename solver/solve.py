@@ -23,6 +23,7 @@ SOLVERS = (
     "greedy",
     "kube-default",
     "binpack-gang",
+    "kai-consolidation",
     "multikueue-allatonce",
     "multikueue-incremental",
 )
@@ -97,7 +98,7 @@ def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
 
 def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
     if isinstance(snapshot, MultiSnapshot):
-        if params.solver in ("kube-default", "binpack-gang"):
+        if params.solver in ("kube-default", "binpack-gang", "kai-consolidation"):
             raise ValueError(f"{params.solver} knows nothing of several clusters")
         if params.solver == "greedy":  # Kueue over several clusters: the race
             params = replace(params, solver="multikueue-allatonce")
@@ -135,6 +136,11 @@ def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
         from placewise.solver.baselines import solve_binpack_gang
 
         return solve_binpack_gang(snapshot, params.seed)
+    if params.solver == "kai-consolidation":
+        from placewise.solver.baselines import solve_kai_consolidation
+
+        rules = params.policy.move_rules
+        return solve_kai_consolidation(snapshot, rules, params.seed, params.time_limit)
     raise ValueError(f"unknown solver {params.solver!r}; choose from {SOLVERS}")
 
 

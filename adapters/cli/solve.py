@@ -46,7 +46,8 @@ def register(subparsers: Subparsers) -> None:
         default="auto",
         help="cpsat = the joint optimizer (warm-started from greedy, never "
         "worse); greedy = what Kueue itself would decide; auto = cpsat "
-        "with greedy as fallback; kube-default and binpack-gang are the "
+        "with greedy as fallback; kube-default, binpack-gang and "
+        "kai-consolidation (with --moves) are the "
         "benchmark baselines (default: %(default)s)",
     )
     p.add_argument(

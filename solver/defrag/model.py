@@ -13,9 +13,10 @@ the gang's pods go:
   the free capacity plus what the moved workloads free there;
 * at most ``count`` moves and ``lost`` GPU-seconds of lost work.
 
-It minimises the moves, then the lost work.  OPTIMAL proves the fewest
-moves; INFEASIBLE proves that no set of moves within the limits admits the
-gang (over this model's scope: moves within the flavor, leaves no victim
+It minimises the lost work, then the moves (to admit), or the moves, then
+the lost work (the certificate).  OPTIMAL under the latter proves the
+fewest moves; INFEASIBLE proves that no set of moves within the limits
+admits the gang (over this model's scope: moves within the flavor, leaves no victim
 of the plan freed) — the certificate of ``pending[].fewestMoves``.
 """
 
@@ -44,6 +45,9 @@ class Limits:
     seconds: float
     workers: int = 1
     seed: int = 0
+    first: Literal["lost", "count"] = "lost"
+    """What the objective minimises first: the lost work (then the moves),
+    or the moves (then the lost work) — the certificate's count."""
 
 
 @dataclass(slots=True)
@@ -112,8 +116,14 @@ def solve_gang(
         m.add(sum(mv) <= limits.count)
     if limits.lost is not None:
         m.add(sum(h.lost * mv[k] for k, h in enumerate(held)) <= limits.lost)
-    weight = sum(h.lost for h in held) + 1
-    m.minimize(sum((weight + h.lost) * mv[k] for k, h in enumerate(held)))
+    if limits.first == "count":
+        weight = sum(h.lost for h in held) + 1
+        m.minimize(sum((weight + h.lost) * mv[k] for k, h in enumerate(held)))
+    else:  # lost work in GPU-minutes: small coefficients, same order
+        weight = len(held) + 1
+        m.minimize(
+            sum((weight * (h.lost // 60) + 1) * mv[k] for k, h in enumerate(held))
+        )
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, limits.seconds)
     solver.parameters.num_workers = max(1, limits.workers)

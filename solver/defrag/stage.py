@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -139,36 +139,50 @@ class _Search:
         held = self._held(flavor)
         complete = len(held) <= MAX_CANDIDATES
         held = held[:MAX_CANDIDATES]
+        kind = _kind(fi.tree.rem, needs)
         limits = Limits(
-            count=None,
+            count=self.count_left,
             lost=self.lost_left,
             seconds=seconds,
             workers=self.workers,
             seed=self.seed,
         )
         result = solve_gang(fi, fi.tree.rem.copy(), needs, held, limits)
-        kind = _kind(fi.tree.rem, needs)
         if result.status in ("optimal", "feasible"):
-            fits = self.count_left is None or result.moves <= self.count_left
-            if fits:
-                done = self._commit(w, cq, choice, flavor, held, result)
-                if done is not None:
-                    return done
-                return Outcome(blocked_by=kind, why="its moves fail the validator")
-            proven = result.status == "optimal"
+            done = self._commit(w, cq, choice, flavor, held, result)
+            if done is not None:
+                return done
+            return Outcome(blocked_by=kind, why="its moves fail the validator")
+        if result.status == "unknown" or not complete:
+            return Outcome(
+                blocked_by=kind, why="whether moves would admit it is unknown"
+            )
+        # Within the budget none does: how many moves would, beyond it?
+        cert = solve_gang(
+            fi,
+            fi.tree.rem.copy(),
+            needs,
+            held,
+            replace(limits, count=None, first="count"),
+        )
+        if cert.status == "optimal":
             return Outcome(
                 blocked_by="fragmentation",
-                fewest=result.moves if proven else None,
-                why=f"needs {result.moves} move(s){'' if proven else ' (or fewer)'}"
-                f", over the move budget ({self.count_left} left)",
+                fewest=cert.moves,
+                why=f"no plan within the move budget admits it; {cert.moves} "
+                f"move(s) would ({self.count_left} left in the budget)",
             )
-        if result.status == "infeasible" and complete:
+        if cert.status == "infeasible":
             return Outcome(
                 blocked_by=kind,
-                why="no plan within the move budget admits it (proven by the "
-                "move model)",
+                why="no plan within the move budget admits it, nor any set of "
+                "moves (proven by the move model)",
             )
-        return Outcome(blocked_by=kind, why="whether moves would admit it is unknown")
+        return Outcome(
+            blocked_by=kind,
+            why="no plan within the move budget admits it (proven by the move "
+            "model); how many moves would is unknown",
+        )
 
     def _held(self, flavor: str) -> list[Held]:
         out = []
