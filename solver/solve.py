@@ -71,7 +71,7 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     return settle_preemptions(snapshot, plan)
 
 
-MOVE_SHARE = 0.25
+MOVE_SHARE = 0.5
 """Share of the time limit the move search gets after the optimizer."""
 
 

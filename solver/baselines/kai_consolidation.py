@@ -143,9 +143,16 @@ class KaiConsolidationScheduler(BinpackGangScheduler):
                 self._hold(v, 1)
             return False
         self._commit_admission(w, cq, choice, job)
+        # Victims that free nothing the job needs stay where they were; one
+        # returning can make room for another to return, so until none can.
+        returned = True
+        while returned:
+            returned = False
+            for item in list(again):
+                if self._returns(item[0], item[3]):
+                    again.remove(item)
+                    returned = True
         for v, vcq, vchoice, placed in again:
-            if self._returns(v, placed):
-                continue  # it frees nothing the job needs: it stays
             self._record_move(v, vcq, vchoice, placed)
         return True
 

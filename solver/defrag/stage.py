@@ -107,14 +107,21 @@ class _Search:
             w for w in snapshot.running if w.key not in preempted and movable(w, rules)
         ]
         self.moved: set[str] = set()
+        self.deadline = time.perf_counter()
 
     def run(self, deadline: float) -> None:
-        left = {p.workload for p in self.plan.pending}
-        gangs = sorted((w for w in self.snap.pending if w.key in left), key=queue_order)
+        self.deadline = deadline
+        waiting = {p.workload for p in self.plan.pending}
+        gangs = sorted(
+            (w for w in self.snap.pending if w.key in waiting), key=queue_order
+        )
         for i, w in enumerate(gangs):
-            share = (deadline - time.perf_counter()) / max(1, len(gangs) - i)
-            if share < MIN_SECONDS / 4:
+            # Most models end well before their limit: each gang may take
+            # half of what is left (at least its even share).
+            left = deadline - time.perf_counter()
+            if left < MIN_SECONDS / 4:
                 break
+            share = max(left / 2, left / max(1, len(gangs) - i))
             self.outcomes[w.key] = self._one(w, max(MIN_SECONDS, share))
 
     # -- one gang ----------------------------------------------------------
@@ -163,7 +170,12 @@ class _Search:
             fi.tree.rem.copy(),
             needs,
             held,
-            replace(limits, count=None, first="count"),
+            replace(
+                limits,
+                count=None,
+                first="count",
+                seconds=min(seconds, self.deadline - time.perf_counter()),
+            ),
         )
         if cert.status == "optimal":
             return Outcome(
