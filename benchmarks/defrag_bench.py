@@ -1,7 +1,7 @@
 """Moves on ``fragmented-running``: kueue, kai-consolidation, cpsat, cpsat+moves.
 
 Not a test: ``python -m placewise.benchmarks.defrag_bench --seeds 1 2 3
---time-limit 10 --moves 16`` prints one row per seed and solver (issue 20's
+--time-limit 10 --moves 16 [--lost-gpu-hours H]`` prints one row per seed and solver (issue 20's
 figures, recorded in benchmarks/README.md): GPUs running after the plan per
 priority tier (highest first), gangs admitted, moves, lost GPU-hours, wall
 seconds, and whether the validator accepts the plan under the same budget.
@@ -93,8 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--time-limit", type=float, default=10.0)
     p.add_argument("--moves", type=int, default=16)
+    p.add_argument("--lost-gpu-hours", type=float, default=None)
     args = p.parse_args(argv)
-    with_moves = Policy(moves=MoveRules(count=args.moves))
+    budget = MoveRules(count=args.moves, lost_gpu_hours=args.lost_gpu_hours)
+    with_moves = Policy(moves=budget)
     print(
         "| seed | solver | GPUs per tier (high→low) | gangs | moves | lost GPU-h "
         "| wall s | valid |"
