@@ -115,6 +115,11 @@ def _workload(
 
 def instance(jobs: list[tuple[str, int]]) -> Snapshot:
     """``jobs``: (host, GPUs) of each running job; the gang is pending."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return load_snapshot([write_instance(Path(tmp) / "i.yaml", jobs)])
+
+
+def write_instance(path: Path, jobs: list[tuple[str, int]]) -> Path:
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
         {
@@ -160,10 +165,8 @@ def instance(jobs: list[tuple[str, int]]) -> Snapshot:
         *(_workload(f"job-{i}", 1, g, host=h) for i, (h, g) in enumerate(jobs)),
         _workload("gang", 2, GPUS, rack=True),
     ]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "i.yaml"
-        path.write_text(yaml.safe_dump_all(objects))
-        return load_snapshot([path])
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
 
 
 def random_jobs(seed: int) -> list[tuple[str, int]]:
