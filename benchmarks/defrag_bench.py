@@ -1,11 +1,11 @@
 """Moves on ``fragmented-running``: kueue, kai-consolidation, cpsat, cpsat+moves.
 
 Not a test: ``python -m placewise.benchmarks.defrag_bench --seeds 1 2 3
---time-limit 10 --moves 16 [--lost-gpu-hours H]`` prints one row per seed and
-solver (issue 20's
-figures, recorded in benchmarks/README.md): GPUs running after the plan per
-priority tier (highest first), gangs admitted, moves, lost GPU-hours, wall
-seconds, and whether the validator accepts the plan under the same budget.
+--time-limit 10 --moves 16 [--lost-gpu-hours H]`` prints one row per seed
+and solver (issue 20's figures, recorded in benchmarks/README.md): GPUs
+running after the plan per priority tier (highest first), gangs admitted,
+moves, lost GPU-hours, wall seconds, and whether the validator accepts the
+plan under the same budget.
 """
 
 from __future__ import annotations

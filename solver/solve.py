@@ -88,12 +88,28 @@ def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
     """The optimizer's plan (tiers first, no moves), then the fewest moves
     that let the gangs it left pending in (:mod:`placewise.solver.defrag`)."""
     from placewise.solver.defrag import add_moves
+    from placewise.solver.greedy import solve_greedy
+    from placewise.solver.policy import primary_vector
 
     share = params.time_limit * MOVE_SHARE
     plan = _solve(snapshot, replace(params, time_limit=params.time_limit - share))
-    return add_moves(
-        snapshot, plan, params.policy, share, max(1, params.workers), params.seed
-    )
+    workers, pol = max(1, params.workers), params.policy
+    best = add_moves(snapshot, plan, pol, share / 2, workers, params.seed)
+    # Moves may open more from Kueue's plan than from the optimizer's: the
+    # better of the two (tiers, then fewer moves, then less lost work), so
+    # never below the optimizer's plan without moves.
+    other = add_moves(snapshot, solve_greedy(snapshot), pol, share / 2, workers, 0)
+
+    def key(p: Plan) -> tuple[list[int], int, float]:
+        lost = sum(m.lost_gpu_hours for m in p.moves)
+        return primary_vector(snapshot, p, pol), -len(p.moves), -lost
+
+    if other.moves and key(other) > key(best):
+        name = best.solver.name
+        return other.model_copy(
+            update={"solver": other.solver.model_copy(update={"name": name})}
+        )
+    return best
 
 
 def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:

@@ -185,10 +185,11 @@ class _Search:
                 f"move(s) would ({self.count_left} left in the budget)",
             )
         if cert.status == "infeasible":
+            beyond = "" if self.lost_left is not None else ", nor any set of moves"
             return Outcome(
                 blocked_by=kind,
-                why="no plan within the move budget admits it, nor any set of "
-                "moves (proven by the move model)",
+                why=f"no plan within the move budget admits it{beyond} (proven "
+                "by the move model)",
             )
         return Outcome(
             blocked_by=kind,
