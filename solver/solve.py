@@ -91,6 +91,7 @@ def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
     from placewise.solver.greedy import solve_greedy
     from placewise.solver.policy import primary_vector
 
+    start = time.perf_counter()
     share = params.time_limit * MOVE_SHARE
     plan = _solve(snapshot, replace(params, time_limit=params.time_limit - share))
     workers, pol = max(1, params.workers), params.policy
@@ -105,11 +106,14 @@ def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
         return primary_vector(snapshot, p, pol), -len(p.moves), -lost
 
     if other.moves and key(other) > key(best):
-        name = best.solver.name
-        return other.model_copy(
+        name = plan.solver.name
+        best = other.model_copy(
             update={"solver": other.solver.model_copy(update={"name": name})}
         )
-    return best
+    wall = time.perf_counter() - start
+    return best.model_copy(
+        update={"solver": best.solver.model_copy(update={"wall_seconds": wall})}
+    )
 
 
 def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
