@@ -265,3 +265,54 @@ def test_a_budget_of_zero_moves_nothing() -> None:
     assert len(plan.moves) == 1
     assert plan.moves[0].lost_gpu_hours == 0  # started at the snapshot's now
     assert validate(snap, plan, with_budget.policy.move_rules) == []
+
+
+def test_kai_consolidation_moves_victims_and_stays_valid() -> None:
+    """KAI's consolidation: one job per rack blocks the gang; accumulating
+    victims until the gang and every victim fit moves one of them."""
+    jobs = [("h1", 1), ("h3", 1)]
+    snap = instance(jobs)
+    policy = Policy(moves=MoveRules(count=2))
+    params = SolveParams(solver="kai-consolidation", policy=policy)
+    plan = solve(snap, params)
+    assert "default/gang" in {a.workload for a in plan.admissions}
+    assert len(plan.moves) == 1 and not plan.preemptions
+    assert validate(snap, plan, policy.move_rules) == []
+    without = solve(snap, SolveParams(solver="kai-consolidation"))  # no budget
+    assert not without.moves and "default/gang" not in {
+        a.workload for a in without.admissions
+    }
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kai_consolidation_never_beats_the_exhaustive_fewest(seed: int) -> None:
+    """A committed KAI scenario is a set of moves that admits the gang, so it
+    is never fewer than the fewest; and each plan passes the validator."""
+    jobs = random_jobs(seed)
+    snap = instance(jobs)
+    policy = Policy(moves=MoveRules(count=4))
+    plan = solve(snap, SolveParams(solver="kai-consolidation", policy=policy))
+    assert validate(snap, plan, policy.move_rules) == []
+    fewest = brute_fewest(jobs)
+    if "default/gang" in {a.workload for a in plan.admissions}:
+        assert fewest is not None and len(plan.moves) >= fewest
+
+
+def test_settling_leaves_moves_alone() -> None:
+    """A moved workload's admission is no pending workload's to withdraw,
+    nor a preemptor to credit: settling a plan with moves keeps them."""
+    from placewise.models.plan import PlanPreemption
+    from placewise.solver.settle import settle_preemptions
+
+    snap = instance([("h1", 1), ("h3", 1)])
+    plan = with_moves(snap, 1)
+    assert len(plan.moves) == 1
+    stay = next(w.key for w in snap.running if w.key != plan.moves[0].workload)
+    extra = PlanPreemption(
+        workload=stay, preemptor="default/gang", reason="InClusterQueue"
+    )
+    noisy = plan.model_copy(update={"preemptions": (extra,)})
+    assert any(v.rule == "preemption.unneeded" for v in validate(snap, noisy))
+    settled = settle_preemptions(snap, noisy)
+    assert settled.preemptions == ()  # the needless victim comes back
+    assert settled.moves == plan.moves and settled.admissions == plan.admissions
