@@ -95,11 +95,14 @@ def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
     share = params.time_limit * MOVE_SHARE
     plan = _solve(snapshot, replace(params, time_limit=params.time_limit - share))
     workers, pol = max(1, params.workers), params.policy
-    best = add_moves(snapshot, plan, pol, share / 2, workers, params.seed)
+    det = params.deterministic_time
+    det = None if det is None else det * MOVE_SHARE / 2
+    best = add_moves(snapshot, plan, pol, share / 2, workers, params.seed, det)
     # Moves may open more from Kueue's plan than from the optimizer's: the
     # better of the two (tiers, then fewer moves, then less lost work), so
     # never below the optimizer's plan without moves.
-    other = add_moves(snapshot, solve_greedy(snapshot), pol, share / 2, workers, 0)
+    greedy = solve_greedy(snapshot)
+    other = add_moves(snapshot, greedy, pol, share / 2, workers, params.seed, det)
 
     def key(p: Plan) -> tuple[list[int], int, float]:
         lost = sum(m.lost_gpu_hours for m in p.moves)

@@ -45,6 +45,8 @@ class Limits:
     seconds: float
     workers: int = 1
     seed: int = 0
+    deterministic: float | None = None
+    """A deterministic work budget instead of ``seconds`` (reproducible)."""
     first: Literal["lost", "count"] = "lost"
     """What the objective minimises first: the lost work (then the moves),
     or the moves (then the lost work) — the certificate's count."""
@@ -125,7 +127,10 @@ def solve_gang(
             sum((weight * (h.lost // 60) + 1) * mv[k] for k, h in enumerate(held))
         )
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.05, limits.seconds)
+    if limits.deterministic is not None:
+        solver.parameters.max_deterministic_time = limits.deterministic
+    else:
+        solver.parameters.max_time_in_seconds = max(0.05, limits.seconds)
     solver.parameters.num_workers = max(1, limits.workers)
     solver.parameters.random_seed = limits.seed
     code = solver.solve(m)

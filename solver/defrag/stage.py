@@ -74,9 +74,12 @@ def add_moves(
     seconds: float,
     workers: int = 1,
     seed: int = 0,
+    deterministic: float | None = None,
 ) -> Plan:
     """``plan`` with moves that admit gangs it left pending, within the
-    policy's budget; unchanged when moves are off or cannot apply."""
+    policy's budget; unchanged when moves are off or cannot apply.
+    ``deterministic``: a deterministic work budget shared by the gangs
+    instead of ``seconds`` (the plan is then reproducible with one worker)."""
     rules = policy.move_rules
     if not rules.enabled or plan.moves:
         return plan
@@ -84,7 +87,7 @@ def add_moves(
         return plan  # a scale-up slice's quota hand-over is not modelled here
     start = time.perf_counter()
     search = _Search(snapshot, plan, rules, workers, seed)
-    search.run(start + seconds)
+    search.run(start + seconds, deterministic)
     return search.result(policy, time.perf_counter() - start)
 
 
@@ -108,13 +111,19 @@ class _Search:
         ]
         self.moved: set[str] = set()
         self.deadline = time.perf_counter()
+        self.deterministic: float | None = None
 
-    def run(self, deadline: float) -> None:
+    def run(self, deadline: float, deterministic: float | None = None) -> None:
         self.deadline = deadline
         waiting = {p.workload for p in self.plan.pending}
         gangs = sorted(
             (w for w in self.snap.pending if w.key in waiting), key=queue_order
         )
+        if deterministic is not None:  # no clock: an even share each
+            self.deterministic = deterministic / max(1, len(gangs))
+            for w in gangs:
+                self.outcomes[w.key] = self._one(w, 0.0)
+            return
         for i, w in enumerate(gangs):
             # Most models end well before their limit: each gang may take
             # half of what is left (at least its even share).
@@ -153,6 +162,9 @@ class _Search:
             seconds=seconds,
             workers=self.workers,
             seed=self.seed,
+            deterministic=None
+            if self.deterministic is None
+            else self.deterministic / 2,
         )
         result = solve_gang(fi, fi.tree.rem.copy(), needs, held, limits)
         if result.status in ("optimal", "feasible"):

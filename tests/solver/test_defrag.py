@@ -316,3 +316,22 @@ def test_settling_leaves_moves_alone() -> None:
     settled = settle_preemptions(snap, noisy)
     assert settled.preemptions == ()  # the needless victim comes back
     assert settled.moves == plan.moves and settled.admissions == plan.admissions
+
+
+def test_moves_are_reproducible_under_deterministic_time() -> None:
+    snap = instance([("h1", 1), ("h2", 2), ("h3", 1), ("h4", 2)])
+    params = SolveParams(
+        solver="cpsat",
+        workers=1,
+        deterministic_time=2.0,
+        policy=Policy(moves=MoveRules(count=2)),
+    )
+
+    def stripped(plan: Plan) -> dict[str, Any]:
+        doc = plan.to_dict()
+        doc["solver"].pop("wallSeconds")
+        return doc
+
+    first, second = solve(snap, params), solve(snap, params)
+    assert len(first.moves) == 2  # both jobs of one rack
+    assert stripped(first) == stripped(second)
