@@ -225,7 +225,7 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
     gangs, in_domain, spans = topology_quality(snapshot, plan)
     partial = [h for h in held if 0 < h.pods_placed < h.pods_total]
     return Metrics(
-        admitted_workloads=len(plan.admissions),
+        admitted_workloads=len(plan.admissions) - len(moved),
         admitted_gpus=admitted_gpus,
         preemptions=len(evicted),
         preempted_gpus=preempted_gpus,

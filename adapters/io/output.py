@@ -251,6 +251,14 @@ def render_comparison(
         "preempted workloads (GPUs)",
         (f"{m.preemptions} ({m.preempted_gpus})" for m in scores),
     )
+    if any(p.moves for p in plans):
+        row(
+            "moved workloads (lost GPU-hours)",
+            (
+                f"{len(p.moves)} ({sum(m.lost_gpu_hours for m in p.moves):g})"
+                for p in plans
+            ),
+        )
     row("GPUs busy after the plan", (f"{m.gpus_busy}/{m.gpu_capacity}" for m in scores))
     row(
         "gangs split across domains",

@@ -126,3 +126,17 @@ def test_the_table_shows_moves_and_certificates(tmp_path: Path) -> None:
     assert main([*args, "--moves", "1", "--format", "table", "-o", str(out)]) == 0
     text = out.read_text()
     assert "Moved (1)" in text and "lost GPU-hours" in text
+
+
+def test_compare_counts_moved_workloads_apart(tmp_path: Path) -> None:
+    out = tmp_path / "c.txt"
+    args = ["solve", str(_instance(tmp_path)), "--time-limit", "2", "--workers", "1"]
+    assert main([*args, "--moves", "1", "--compare", "greedy", "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+
+    def cells(label: str) -> list[str]:
+        line = next(line for line in lines if label in line)
+        return [c.strip() for c in line.split("│")[2:-1]]
+
+    assert cells("moved workloads") == ["0 (0)", "1 (0)"]  # greedy, cpsat
+    assert cells("admitted workloads") == ["0 (0)", "1 (8)"]  # not the moved job
