@@ -335,3 +335,29 @@ def test_moves_are_reproducible_under_deterministic_time() -> None:
     first, second = solve(snap, params), solve(snap, params)
     assert len(first.moves) == 2  # both jobs of one rack
     assert stripped(first) == stripped(second)
+
+
+def test_fragmented_running_blocks_gangs_by_fragmentation_alone() -> None:
+    """The bench family's premise: Kueue leaves half-rack gangs pending while
+    their queue has quota and the idle GPUs would hold them in total; small
+    running jobs carry the movable label (a quarter checkpointed)."""
+    from placewise.benchmarks.defrag_bench import instance as family_instance
+    from placewise.models.moves import CHECKPOINTED, is_true
+
+    snap = family_instance(1)
+    small = [w for w in snap.running if w.name.startswith("small-")]
+    assert small and all(is_true(w.labels.get(MOVABLE_LABEL)) for w in small)
+    assert any(is_true(w.annotations.get(CHECKPOINTED)) for w in small)
+    plan = solve_greedy(snap)
+    waiting = [
+        p for p in plan.pending if p.workload.split("/")[1].startswith("half-rack")
+    ]
+    assert waiting and all("quota" not in p.reason for p in waiting)
+    gpus = sum(int(n.allocatable.get("nvidia.com/gpu", 0)) for n in snap.nodes.values())
+    used = sum(
+        q
+        for w in snap.running
+        for (_, r), q in w.usage().items()
+        if r == "nvidia.com/gpu"
+    )
+    assert gpus - used >= 2 * 32  # two half-rack gangs' worth idle, in pieces
