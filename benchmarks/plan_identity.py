@@ -41,10 +41,7 @@ FAMILIES = (
 """The bench families small enough to solve in seconds (up to 1000 hosts)."""
 
 ROOT = Path(__file__).resolve().parents[1]
-CASE_ROOTS = (
-    ROOT.parent / "shared" / "kueue-cases",
-    ROOT / "tests" / "data" / "kueue-cases-more",
-)
+MORE_CASES = ROOT / "tests" / "data" / "kueue-cases-more"
 
 
 def digest(snap: Snapshot, params: SolveParams) -> dict[str, Any]:
@@ -76,9 +73,9 @@ def family_plans(params: SolveParams, seed: int) -> dict[str, Any]:
     return out
 
 
-def case_plans(params: SolveParams) -> dict[str, Any]:
+def case_plans(params: SolveParams, shared: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for root in CASE_ROOTS:
+    for root in (shared / "kueue-cases", MORE_CASES):
         for inst in sorted(root.glob("**/instance.yaml")):
             key = f"case/{root.name}/{inst.parent.relative_to(root)}"
             out[key] = _guarded(lambda p=inst: load_snapshot([p]), params)
@@ -98,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case-deterministic-time", type=float, default=0.5)
     parser.add_argument("--seed", type=int, default=0, help="CP-SAT's seed")
     parser.add_argument("--instance-seed", type=int, default=1)
+    parser.add_argument(
+        "--shared", type=Path, default=ROOT.parent / "shared", help="../shared"
+    )
     parser.add_argument("--no-cases", action="store_true")
     parser.add_argument("--no-families", action="store_true")
     args = parser.parse_args(argv)
@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_families:
         plans |= family_plans(params(args.deterministic_time), args.instance_seed)
     if not args.no_cases:
-        plans |= case_plans(params(args.case_deterministic_time))
+        if not (args.shared / "kueue-cases").is_dir():
+            parser.error(f"{args.shared}/kueue-cases not found (--shared DIR)")
+        plans |= case_plans(params(args.case_deterministic_time), args.shared)
     args.out.write_text(json.dumps(plans, indent=1, sort_keys=True) + "\n")
     print(f"{len(plans)} plans written to {args.out}")
     if args.compare is None:
