@@ -85,7 +85,7 @@ def repaired(snapshot: MultiSnapshot, plan: Plan) -> list[Plan]:
 def solve_dispatch(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
     """``cpsat``/``auto`` on a multi-cluster instance."""
     from placewise.solver.cpsat import solve_cpsat
-    from placewise.solver.cpsat.plan_io import fallback
+    from placewise.solver.cpsat.decode.plan_io import fallback
 
     start = time.perf_counter()
     warm = best_baseline(snapshot, params)

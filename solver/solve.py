@@ -115,7 +115,7 @@ def _greedy_fallback(snapshot: Snapshot, exc: Exception, start: float) -> Plan:
     """``auto`` never fails where greedy would not: an optimizer error (a
     bug, or an input the model cannot express) costs optimality, not the plan.
     """
-    from placewise.solver.cpsat.plan_io import fallback
+    from placewise.solver.cpsat.decode.plan_io import fallback
     from placewise.solver.greedy import solve_greedy
 
     log.warning(

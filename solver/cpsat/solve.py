@@ -17,14 +17,14 @@ from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot, build_snapshot
-from placewise.solver.cpsat.ceiling import outside_gpus, relaxed_tiers
-from placewise.solver.cpsat.fairness import SCALE, SLACK
-from placewise.solver.cpsat.finish import explain, fill
-from placewise.solver.cpsat.model import CPModel, CpSatParams
-from placewise.solver.cpsat.objective import Stage, priced_vector
-from placewise.solver.cpsat.plan_io import fallback
-from placewise.solver.cpsat.stages import StageResult, run_stages
-from placewise.solver.cpsat.warmstart import best_fit
+from placewise.solver.cpsat.decode.finish import explain, fill
+from placewise.solver.cpsat.decode.plan_io import fallback
+from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
+from placewise.solver.cpsat.model.fairness import SCALE, SLACK
+from placewise.solver.cpsat.model.objective import Stage, priced_vector
+from placewise.solver.cpsat.search.ceiling import outside_gpus, relaxed_tiers
+from placewise.solver.cpsat.search.stages import StageResult, run_stages
+from placewise.solver.cpsat.search.warmstart import best_fit
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 from placewise.solver.kueue.fairsharing import (
     final_state_violations,

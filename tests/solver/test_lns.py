@@ -1,4 +1,4 @@
-"""The rack search (solver/cpsat/lns.py): every round's result is a complete
+"""The rack search (solver/cpsat/search/lns.py): every round's result is a complete
 assignment of the full model, never below where it started, and a solve
 that uses it (models above RACE_VARIABLES) still gives a validator-clean plan
 no worse than the greedy."""
@@ -16,12 +16,12 @@ from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.lns import Neighbourhoods, RackSearch, neighbourhoods
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
-from placewise.solver.cpsat.race import Proofs
-from placewise.solver.cpsat.stages import StageResult, proved_later, solve_stage
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.export import export
+from placewise.solver.cpsat.search.lns import Neighbourhoods, RackSearch, neighbourhoods
+from placewise.solver.cpsat.search.race import Proofs
+from placewise.solver.cpsat.search.stages import StageResult, proved_later, solve_stage
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.highs import run_highs
 from placewise.solver.policy import Policy, primary_vector

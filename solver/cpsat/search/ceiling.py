@@ -18,8 +18,8 @@ from functools import partial
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Workload
-from placewise.solver.cpsat.model import CPModel, CpSatParams
-from placewise.solver.cpsat.stages import solve_stage
+from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
+from placewise.solver.cpsat.search.stages import solve_stage
 from placewise.solver.policy import Policy, accelerators, tier_figures
 from placewise.solver.problem.data import ModelData, outside_demand
 

@@ -30,7 +30,7 @@ from placewise.models.plan import (
     SolverInfo,
 )
 from placewise.models.workload import PodSetAssignment
-from placewise.solver.cpsat.plan_io import pod_set_assignment
+from placewise.solver.cpsat.decode.plan_io import pod_set_assignment
 from placewise.solver.kueue.order import candidate_order, queue_order
 from placewise.solver.kueue.preemption import satisfies_policy
 from placewise.solver.kueue.quota import FR, QuotaTree

@@ -24,8 +24,8 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.variables import Derive, Variables
+from placewise.solver.cpsat.model.constraints import Constraints
+from placewise.solver.cpsat.model.variables import Derive, Variables
 from placewise.solver.kueue.fairsharing import Shares, competing_queues
 from placewise.solver.kueue.quota import FR
 from placewise.solver.problem.data import ModelData

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
 
 Path = tuple[str, ...]
 log = logging.getLogger("placewise.cpsat")

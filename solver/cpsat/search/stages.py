@@ -26,11 +26,17 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
-from placewise.solver.cpsat.race import Callback, Proofs, Prover, Race, solver_for
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.export import export
+from placewise.solver.cpsat.search.lns import RackSearch, neighbourhoods
+from placewise.solver.cpsat.search.race import (
+    Callback,
+    Proofs,
+    Prover,
+    Race,
+    solver_for,
+)
 from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.lns import RackSearch
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.export import export
+from placewise.solver.cpsat.search.lns import RackSearch
 from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")
