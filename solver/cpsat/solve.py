@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -17,6 +16,7 @@ from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot, build_snapshot
+from placewise.solver.budget import Budget
 from placewise.solver.cpsat.decode.finish import explain, fill
 from placewise.solver.cpsat.decode.plan_io import fallback
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
@@ -43,8 +43,6 @@ RELAXED_SHARE = 0.1
 priced, for the unpriced relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
 MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the warm start is returned)."""
-MARGIN = 0.5
-"""Seconds kept under --time-limit for CP-SAT's overshoot and the read-back."""
 
 
 def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelData:
@@ -84,9 +82,9 @@ def saturated(snapshot: Snapshot) -> bool:
     return any(v > INT64_MAX for v in quotas) or any(v > INT64_MAX for v in usage)
 
 
-def _fallback(warm: Plan, start: float, why: str) -> Plan:
+def _fallback(warm: Plan, limit: Budget, why: str) -> Plan:
     log.warning("cpsat: %s; returning the warm start (%s)", why, warm.solver.name)
-    return fallback(warm, time.perf_counter() - start, why=why)
+    return fallback(warm, limit.spent(), why=why)
 
 
 GREEDY_SECONDS_PER_CELL = 2e-6
@@ -156,23 +154,23 @@ def _solve_cpsat(
     warm: Plan | None,
     hints: Sequence[Plan],
 ) -> Plan:
-    start = time.perf_counter()
+    limit = Budget.of(params.time_limit)
     if saturated(snapshot):
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
-        return _fallback(greedy, start, why)
+        return _fallback(greedy, limit, why)
     given = snapshot
     snapshot = _leave_to_finish(snapshot, params.policy)
     data = compile_problem(snapshot)
     warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
     warm = settle_preemptions(snapshot, warm)
     data = _keep_unsupported(snapshot, data, warm)
-    if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
-        return _fallback(warm, start, "the warm start used the time limit")
+    if limit.remaining() < MIN_BUDGET:
+        return _fallback(warm, limit, "the warm start used the time limit")
     assert data.layout is not None
-    log.info("cpsat: compiled and warm-started in %.1fs", time.perf_counter() - start)
+    log.info("cpsat: compiled and warm-started in %.1fs", limit.spent())
     if data.layout.cells > LARGE_CELLS:
-        return _large(snapshot, data, params, warm, reasons, start)
+        return _large(snapshot, data, params, warm, reasons, limit)
     restricted = data.layout.cells > RESTRICT_CELLS
     if restricted:
         keep = plan_domains(data, data.layout, warm.admissions)
@@ -181,7 +179,7 @@ def _solve_cpsat(
     log.info(
         "cpsat: model of %d variables built at %.1fs",
         model.size,
-        time.perf_counter() - start,
+        limit.spent(),
     )
     log.debug(
         "cpsat: %d constraints, %d stages, %d cells",
@@ -189,14 +187,14 @@ def _solve_cpsat(
         len(model.stages),
         data.layout.cells,
     )
-    if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
-        return _fallback(warm, start, "building the model used the time limit")
+    if limit.remaining() < MIN_BUDGET:
+        return _fallback(warm, limit, "building the model used the time limit")
     hint = model.hint(warm)
     for other in hints:
         hint = hint if hint is not None else model.hint(other)
     if hint is None:
         log.warning("cpsat: the warm start is not representable; cold start")
-    log.info("cpsat: hint ready at %.1fs", time.perf_counter() - start)
+    log.info("cpsat: hint ready at %.1fs", limit.spent())
     share = model.objective.largest_share
     floor = largest_weighted_share(snapshot, warm) if share is not None else None
     if share is not None and floor is not None:
@@ -204,32 +202,32 @@ def _solve_cpsat(
         # start), whatever the tiers gain; the acceptance test below checks
         # the exact shares, this row keeps the search away from worse ones.
         model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
-    end = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
+    end = limit.less_margin()
     # A restricted model's priced tiers are bounded on the unpriced relaxed
     # model after the search (the full model's stages bound their own GPUs).
     priced = restricted and any(st.costs for st in model.stages)
-    deadline = end - (RELAXED_SHARE * params.time_limit if priced else 0.0)
+    search = end.short_of(RELAXED_SHARE * limit.seconds) if priced else end
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
         model,
         hint,
-        deadline,
+        search,
         relaxed,
         progress=log.info,
         race=race,
         lns=params.deterministic_time is None and not race,
     )
     if values is None:
-        return _fallback(warm, start, "no solution within the time limit")
+        return _fallback(warm, limit, "no solution within the time limit")
     searched = model.plan(values, reasons)
     plan = settle_preemptions(snapshot, fill(data, searched))
     plan = _with_reasons(plan, explain(data, plan))
     pol = params.policy
     if _worse(snapshot, plan, warm, model.stages, pol):
-        return _fallback(warm, start, "the search ended below the warm start")
+        return _fallback(warm, limit, "the search ended below the warm start")
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:
-        return _fallback(warm, start, "the plan shares the cohort less fairly")
+        return _fallback(warm, limit, "the plan shares the cohort less fairly")
     # -- interim guard (issue 11), until the model encodes fair sharing: a
     # plan whose evictions Kueue's fair-sharing preemption would refuse is
     # replaced by the warm start.  That one is clean either way: best-fit
@@ -239,7 +237,7 @@ def _solve_cpsat(
     if snapshot.fair_sharing.enable:
         unfair = final_state_violations(snapshot, plan)
         if unfair:
-            return _fallback(warm, start, "fair sharing refuses " + unfair[0])
+            return _fallback(warm, limit, "fair sharing refuses " + unfair[0])
     # -- end of interim guard
     done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
     tiers, total_bound = _report(
@@ -254,7 +252,7 @@ def _solve_cpsat(
         # The warm start left work about to finish alone; Kueue does not.
         kueue = outcome_to_plan(given, run_greedy(given), "greedy", 0.0)
     tiers = _with_greedy(given, tiers, kueue, pol)
-    wall = time.perf_counter() - start
+    wall = limit.spent()
     total = sum(t.gpus for t in tiers)
     return plan.model_copy(
         update={
@@ -277,18 +275,17 @@ def _large(
     params: CpSatParams,
     warm: Plan,
     reasons: dict[str, str],
-    start: float,
+    limit: Budget,
 ) -> Plan:
     """Beyond LARGE_CELLS the full model would not build and search within
     the budget: the warm start, filled with what still fits, is the plan,
     and the relaxed model proves each tier's bound."""
     plan = fill(data, warm)
     plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
-    deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
     tiers, total_bound = relaxed_tiers(
-        snapshot, data, _unpriced(params), plan, deadline
+        snapshot, data, _unpriced(params), plan, limit.less_margin()
     )
-    wall = time.perf_counter() - start
+    wall = limit.spent()
     return plan.model_copy(
         update={
             "solver": SolverInfo(
@@ -318,7 +315,7 @@ def _gpu_bounds(
     data: ModelData,
     params: CpSatParams,
     plan: Plan,
-    end: float,
+    end: Budget,
     stages: list[Stage],
     tiers: tuple[TierResult, ...],
 ) -> tuple[tuple[TierResult, ...], int | None]:

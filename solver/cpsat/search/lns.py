@@ -18,13 +18,13 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from placewise.solver.budget import Budget
 from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.model.objective import Stage
 
@@ -158,15 +158,15 @@ class RackSearch:
         return chosen
 
     def start(
-        self, stage: Stage, values: dict[int, int], deadline: float, threads: int = 1
+        self, stage: Stage, values: dict[int, int], budget: Budget, threads: int = 1
     ) -> None:
-        """Search from ``values`` until ``deadline`` in ``threads`` loops that
+        """Search from ``values`` until ``budget`` ends in ``threads`` loops that
         share the incumbent."""
         self.best = values
         self._threads = [
             threading.Thread(
                 target=self._loop,
-                args=(stage, deadline, random.Random(self.rng.randrange(1 << 30))),
+                args=(stage, budget, random.Random(self.rng.randrange(1 << 30))),
                 daemon=True,
             )
             for _ in range(threads)
@@ -175,7 +175,7 @@ class RackSearch:
             t.start()
 
     def wait(self) -> None:
-        """Until the deadline given to :meth:`start`."""
+        """Until the budget given to :meth:`start` ends."""
         for t in self._threads:
             t.join()
 
@@ -198,13 +198,13 @@ class RackSearch:
         with self._lock:
             self.ceiling = bound if self.ceiling is None else min(self.ceiling, bound)
 
-    def _loop(self, stage: Stage, deadline: float, rng: random.Random) -> None:
+    def _loop(self, stage: Stage, budget: Budget, rng: random.Random) -> None:
         try:
             sub = _SubModel(self.model, self.hoods, stage)
         except ValueError as exc:
             log.debug("no rack search: %s", exc)
             return
-        while not self._stop.is_set() and deadline - time.perf_counter() > 0.1:
+        while not self._stop.is_set() and budget.remaining() > 0.1:
             values = self.best
             assert values is not None
             if self.ceiling is not None and stage.value(values) >= self.ceiling:
@@ -217,7 +217,7 @@ class RackSearch:
             p = solver.parameters
             p.num_workers = 1
             p.random_seed = rng.randrange(1 << 30)
-            p.max_time_in_seconds = min(ROUND_SECONDS, deadline - time.perf_counter())
+            p.max_time_in_seconds = min(ROUND_SECONDS, budget.remaining())
             p.max_presolve_iterations = 1
             p.cp_model_probing_level = 0
             with self._lock:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from placewise.solver.budget import Budget
 from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.model.objective import Stage
 from placewise.solver.cpsat.search.export import export
@@ -24,11 +25,11 @@ from placewise.solver.highs import HighsResult, Running
 log = logging.getLogger("placewise.cpsat")
 
 
-def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpSolver:
+def solver_for(model: CPModel, budget: Budget, det: float | None) -> cp_model.CpSolver:
     params = model.params
     solver = cp_model.CpSolver()
     p = solver.parameters
-    p.max_time_in_seconds = max(budget, 0.05)
+    p.max_time_in_seconds = max(budget.remaining(), 0.05)
     if det is not None:
         # Deterministic work alone decides when to stop: a wall-clock limit
         # would make the plan depend on the machine's load.
@@ -47,7 +48,7 @@ def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpS
     return solver
 
 
-def prover_for(model: CPModel, budget: float) -> cp_model.CpSolver:
+def prover_for(model: CPModel, budget: Budget) -> cp_model.CpSolver:
     """One CP-SAT worker that proves the stage's bound while the rack search
     finds its solutions: the lower-bound tree search, after a presolve with
     probing (without it the root stays at the LP's bound).  On scale-1000
@@ -70,7 +71,7 @@ class Race:
     wins; each stops the other once the stage is settled."""
 
     def __init__(
-        self, model: CPModel, stage: Stage, budget: float, mip: bool = True
+        self, model: CPModel, stage: Stage, budget: Budget, mip: bool = True
     ) -> None:
         objective = [(c, x.index) for c, x in stage.terms]
         integer = set(range(model.size)) if mip else None
@@ -80,14 +81,14 @@ class Race:
         except ValueError as exc:
             log.debug("no HiGHS beside CP-SAT: %s", exc)
         else:
-            self.highs = Running(arrays, max(budget, 0.1), want_x=mip)
+            self.highs = Running(arrays, max(budget.remaining(), 0.1), want_x=mip)
         self.bound: float | None = None
         self.best: float | None = None
         self.answer: HighsResult | None = None
         self.solver: cp_model.CpSolver | None = None
         self.search: RackSearch | None = None
         self.mip = mip
-        self.improved_at = time.perf_counter()
+        self.improved_at = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._watch = threading.Thread(target=self._wait, daemon=True)
@@ -136,18 +137,18 @@ class Race:
     def found(self, objective: float) -> None:
         with self._lock:
             if self.best is None or objective > self.best:
-                self.improved_at = time.perf_counter()
+                self.improved_at = time.monotonic()
             self.best = objective if self.best is None else max(self.best, objective)
             self._maybe_stop()
 
-    def hand_over(self, earliest: float, stall: float) -> None:
-        """Stop CP-SAT once past ``earliest`` without a better solution for
-        ``stall`` seconds (in a thread; ends with the solve)."""
+    def hand_over(self, earliest: Budget, stall: float) -> None:
+        """Stop CP-SAT once ``earliest`` has run out and no better solution
+        came for ``stall`` seconds (in a thread; ends with the solve)."""
 
         def watch() -> None:
             while not self._done.wait(0.05):
-                now = time.perf_counter()
-                if now >= earliest and now - self.improved_at >= stall:
+                now = time.monotonic()
+                if now >= earliest.deadline and now - self.improved_at >= stall:
                     with self._lock:
                         if self.solver is not None:
                             self.solver.stop_search()
@@ -181,12 +182,12 @@ class Prover:
     its stage and keep proving while the tie-breaks run."""
 
     def __init__(
-        self, model: CPModel, stage: Stage, seconds: float, racer: Race
+        self, model: CPModel, stage: Stage, budget: Budget, racer: Race
     ) -> None:
         self.model = model
         self.stage = stage
         self.racer = racer
-        self.solver = prover_for(model, seconds)
+        self.solver = prover_for(model, budget)
         self.solver.best_bound_callback = racer.proved
         racer.solver = self.solver
         self.copy = model.model.clone()
@@ -229,9 +230,9 @@ class Prover:
 
 @dataclass(slots=True)
 class Proofs:
-    """Provers allowed to run past their stage until ``until``."""
+    """Provers allowed to run past their stage until ``budget`` ends."""
 
-    until: float
+    budget: Budget
     running: list[Prover] = field(default_factory=list)
 
     def alive(self) -> bool:
