@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, SolverInfo, TierResult
@@ -33,7 +34,7 @@ from placewise.solver.kueue.fairsharing import (
 from placewise.solver.lost_work import lost_work
 from placewise.solver.policy import Policy, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
-from placewise.solver.problem.layout import plan_domains, restrict
+from placewise.solver.problem.layout import Layout, plan_domains, restrict
 from placewise.solver.settle import settle_preemptions
 
 log = logging.getLogger("placewise.cpsat")
@@ -148,66 +149,56 @@ def solve_cpsat(
     return settle_preemptions(snapshot, plan)
 
 
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """What the search starts from and is held to."""
+
+    given: Snapshot
+    """The caller's snapshot (Kueue's greedy is reported on it)."""
+    snapshot: Snapshot
+    """The snapshot as the model sees it (work about to finish left alone)."""
+    data: ModelData
+    layout: Layout
+    """``data.layout``, which :func:`compile_problem` sets."""
+    warm: Plan
+    """The warm start: the floor of the result, and the search's first hint."""
+    reasons: dict[str, str]
+    """Pending reasons of the warm start."""
+    kueue: Plan | None
+    """Kueue's greedy plan, when it ran."""
+
+
 def _solve_cpsat(
     snapshot: Snapshot,
     params: CpSatParams,
     warm: Plan | None,
     hints: Sequence[Plan],
 ) -> Plan:
+    """The pipeline the package overview describes: start, build, search,
+    decode, accept, report; each early return is the warm start (FALLBACK)."""
     limit = Budget.of(params.time_limit)
     if saturated(snapshot):
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, limit, why)
-    given = snapshot
-    snapshot = _leave_to_finish(snapshot, params.policy)
-    data = compile_problem(snapshot)
-    warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
-    warm = settle_preemptions(snapshot, warm)
-    data = _keep_unsupported(snapshot, data, warm)
+    start = _start(snapshot, params, warm)
     if limit.remaining() < MIN_BUDGET:
-        return _fallback(warm, limit, "the warm start used the time limit")
-    assert data.layout is not None
+        return _fallback(start.warm, limit, "the warm start used the time limit")
     log.info("cpsat: compiled and warm-started in %.1fs", limit.spent())
-    if data.layout.cells > LARGE_CELLS:
-        return _large(snapshot, data, params, warm, reasons, limit)
-    restricted = data.layout.cells > RESTRICT_CELLS
-    if restricted:
-        keep = plan_domains(data, data.layout, warm.admissions)
-        restrict(data, data.layout, keep, RESTRICT_TO)
-    model = CPModel(data, params)
-    log.info(
-        "cpsat: model of %d variables built at %.1fs",
-        model.size,
-        limit.spent(),
-    )
-    log.debug(
-        "cpsat: %d constraints, %d stages, %d cells",
-        len(model.model.Proto().constraints),
-        len(model.stages),
-        data.layout.cells,
-    )
+    if start.layout.cells > LARGE_CELLS:
+        return _large(start, params, limit)
+    model, restricted = _build(start, params, limit)
     if limit.remaining() < MIN_BUDGET:
-        return _fallback(warm, limit, "building the model used the time limit")
-    hint = model.hint(warm)
-    for other in hints:
-        hint = hint if hint is not None else model.hint(other)
-    if hint is None:
-        log.warning("cpsat: the warm start is not representable; cold start")
+        return _fallback(start.warm, limit, "building the model used the time limit")
+    hint = _hint(model, start.warm, hints)
     log.info("cpsat: hint ready at %.1fs", limit.spent())
-    share = model.objective.largest_share
-    floor = largest_weighted_share(snapshot, warm) if share is not None else None
-    if share is not None and floor is not None:
-        # Fair sharing on: never less fair than Kueue's own plan (the warm
-        # start), whatever the tiers gain; the acceptance test below checks
-        # the exact shares, this row keeps the search away from worse ones.
-        model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
+    floor = _fairness_floor(start, model)
     end = limit.less_margin()
     # A restricted model's priced tiers are bounded on the unpriced relaxed
     # model after the search (the full model's stages bound their own GPUs).
     priced = restricted and any(st.costs for st in model.stages)
     search = end.short_of(RELAXED_SHARE * limit.seconds) if priced else end
-    relaxed = CPModel(data, params, "relaxed") if restricted else None
+    relaxed = CPModel(start.data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
         model,
@@ -219,15 +210,104 @@ def _solve_cpsat(
         lns=params.deterministic_time is None and not race,
     )
     if values is None:
-        return _fallback(warm, limit, "no solution within the time limit")
-    searched = model.plan(values, reasons)
-    plan = settle_preemptions(snapshot, fill(data, searched))
-    plan = _with_reasons(plan, explain(data, plan))
+        return _fallback(start.warm, limit, "no solution within the time limit")
+    searched = model.plan(values, start.reasons)
+    plan = _finished(start, searched)
+    refused = _refused(start, plan, model.stages, floor, params.policy)
+    if refused is not None:
+        return _fallback(start.warm, limit, refused)
+    done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
     pol = params.policy
-    if _worse(snapshot, plan, warm, model.stages, pol):
-        return _fallback(warm, limit, "the search ended below the warm start")
+    tiers, total_bound = _report(
+        start.snapshot, searched, plan, values, results, pol, restricted
+    )
+    tiers, total_bound = _allow_outside(start.data, plan, pol, tiers, total_bound)
+    if priced:
+        tiers, total_bound = _gpu_bounds(
+            start.snapshot, start.data, params, plan, end, model.stages, tiers
+        )
+    tiers = _with_greedy(start.given, tiers, _kueue(start), pol)
+    return _solved(plan, "OPTIMAL" if done else "FEASIBLE", limit, tiers, total_bound)
+
+
+def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start:
+    """Work about to finish left to finish, the problem compiled once, the
+    warm start chosen and settled, the workloads the model cannot express
+    fixed at the warm start's decision."""
+    given = snapshot
+    snapshot = _leave_to_finish(snapshot, params.policy)
+    data = compile_problem(snapshot)
+    warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
+    warm = settle_preemptions(snapshot, warm)
+    data = _keep_unsupported(snapshot, data, warm)
+    assert data.layout is not None
+    return _Start(given, snapshot, data, data.layout, warm, reasons, kueue)
+
+
+def _build(start: _Start, params: CpSatParams, limit: Budget) -> tuple[CPModel, bool]:
+    """The CP model; beyond RESTRICT_CELLS on each pod set's roomiest
+    domains only (then ``True``: its stages prove nothing about the full
+    problem)."""
+    data = start.data
+    restricted = start.layout.cells > RESTRICT_CELLS
+    if restricted:
+        keep = plan_domains(data, start.layout, start.warm.admissions)
+        restrict(data, start.layout, keep, RESTRICT_TO)
+    model = CPModel(data, params)
+    log.info("cpsat: model of %d variables built at %.1fs", model.size, limit.spent())
+    log.debug(
+        "cpsat: %d constraints, %d stages, %d cells",
+        len(model.model.Proto().constraints),
+        len(model.stages),
+        start.layout.cells,
+    )
+    return model, restricted
+
+
+def _hint(model: CPModel, warm: Plan, hints: Sequence[Plan]) -> dict[int, int] | None:
+    """The warm start as values of the model, else the first of ``hints``
+    that is a plan of the model (else a cold start)."""
+    hint = model.hint(warm)
+    for other in hints:
+        hint = hint if hint is not None else model.hint(other)
+    if hint is None:
+        log.warning("cpsat: the warm start is not representable; cold start")
+    return hint
+
+
+def _fairness_floor(start: _Start, model: CPModel) -> Fraction | None:
+    """Fair sharing on: never less fair than Kueue's own plan (the warm
+    start), whatever the tiers gain; the acceptance (:func:`_refused`) checks
+    the exact shares, this row keeps the search away from worse ones."""
+    share = model.objective.largest_share
+    if share is None:
+        return None
+    floor = largest_weighted_share(start.snapshot, start.warm)
+    if floor is not None:
+        model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
+    return floor
+
+
+def _finished(start: _Start, searched: Plan) -> Plan:
+    """The searched plan filled with what still fits, its victims settled,
+    its pending workloads' reasons said."""
+    plan = settle_preemptions(start.snapshot, fill(start.data, searched))
+    return _with_reasons(plan, explain(start.data, plan))
+
+
+def _refused(
+    start: _Start,
+    plan: Plan,
+    stages: list[Stage],
+    floor: Fraction | None,
+    pol: Policy,
+) -> str | None:
+    """Why the plan is not accepted over the warm start (None: accepted)."""
+    snapshot, warm = start.snapshot, start.warm
+    if _worse(snapshot, plan, warm, stages, pol):
+        return "the search ended below the warm start"
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:
-        return _fallback(warm, limit, "the plan shares the cohort less fairly")
+        return "the plan shares the cohort less fairly"
     # -- interim guard (issue 11), until the model encodes fair sharing: a
     # plan whose evictions Kueue's fair-sharing preemption would refuse is
     # replaced by the warm start.  That one is clean either way: best-fit
@@ -237,67 +317,52 @@ def _solve_cpsat(
     if snapshot.fair_sharing.enable:
         unfair = final_state_violations(snapshot, plan)
         if unfair:
-            return _fallback(warm, limit, "fair sharing refuses " + unfair[0])
+            return "fair sharing refuses " + unfair[0]
     # -- end of interim guard
-    done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
-    tiers, total_bound = _report(
-        snapshot, searched, plan, values, results, pol, restricted
-    )
-    tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
-    if priced:
-        tiers, total_bound = _gpu_bounds(
-            snapshot, data, params, plan, end, model.stages, tiers
-        )
-    if kueue is not None and snapshot is not given:
+    return None
+
+
+def _kueue(start: _Start) -> Plan | None:
+    """Kueue's greedy plan on the caller's snapshot, when it ran."""
+    if start.kueue is not None and start.snapshot is not start.given:
         # The warm start left work about to finish alone; Kueue does not.
-        kueue = outcome_to_plan(given, run_greedy(given), "greedy", 0.0)
-    tiers = _with_greedy(given, tiers, kueue, pol)
-    wall = limit.spent()
-    total = sum(t.gpus for t in tiers)
-    return plan.model_copy(
-        update={
-            "solver": plan.solver.model_copy(
-                update={
-                    "status": "OPTIMAL" if done else "FEASIBLE",
-                    "wall_seconds": wall,
-                    "objective": float(total),
-                    "bound": None if total_bound is None else float(total_bound),
-                    "tiers": tiers,
-                }
-            )
-        }
-    )
+        return outcome_to_plan(start.given, run_greedy(start.given), "greedy", 0.0)
+    return start.kueue
 
 
-def _large(
-    snapshot: Snapshot,
-    data: ModelData,
-    params: CpSatParams,
-    warm: Plan,
-    reasons: dict[str, str],
+def _solved(
+    plan: Plan,
+    status: str,
     limit: Budget,
+    tiers: tuple[TierResult, ...],
+    total_bound: int | None,
 ) -> Plan:
-    """Beyond LARGE_CELLS the full model would not build and search within
-    the budget: the warm start, filled with what still fits, is the plan,
-    and the relaxed model proves each tier's bound."""
-    plan = fill(data, warm)
-    plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
-    tiers, total_bound = relaxed_tiers(
-        snapshot, data, _unpriced(params), plan, limit.less_margin()
-    )
-    wall = limit.spent()
+    """The plan with its solver report: status, wall time, GPUs per tier."""
     return plan.model_copy(
         update={
             "solver": SolverInfo(
                 name="cpsat",
-                status="FEASIBLE",
-                wall_seconds=wall,
+                status=status,
+                wall_seconds=limit.spent(),
                 objective=float(sum(t.gpus for t in tiers)),
                 bound=None if total_bound is None else float(total_bound),
                 tiers=tiers,
             )
         }
     )
+
+
+def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
+    """Beyond LARGE_CELLS the full model would not build and search within
+    the budget: the warm start, filled with what still fits, is the plan,
+    and the relaxed model proves each tier's bound."""
+    data = start.data
+    plan = fill(data, start.warm)
+    plan = _with_reasons(plan, {**start.reasons, **explain(data, plan)})
+    tiers, total_bound = relaxed_tiers(
+        start.snapshot, data, _unpriced(params), plan, limit.less_margin()
+    )
+    return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
 
 
 def _unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
