@@ -49,14 +49,15 @@ package unless it starts with ``placewise``; a test resolves every one).
 7. Accept.  ``solve:_refused`` returns the warm start (status FALLBACK)
    when the plan ranks below it (``solve:_worse``) or shares a cohort less
    fairly.
-8. Report.  ``solve:_report`` states GPUs per tier and each tier's proven
-   bound, widened for workloads the model leaves out
-   (``solve:_allow_outside``), bounded again on the relaxed model when a
-   restricted model priced its victims (``solve:_gpu_bounds``), beside
-   Kueue's own figures (``solve:_with_greedy``); ``solve:_solved`` writes
-   the solver's report into the plan.
+8. Report.  ``decode.report:tier_report`` states GPUs per tier and each
+   tier's proven bound, widened for workloads the model leaves out
+   (``decode.report:allow_outside``), bounded again on the relaxed model
+   when a restricted model priced its victims (``decode.report:gpu_bounds``),
+   beside Kueue's own figures (``decode.report:with_greedy``);
+   ``solve:_solved`` writes the solver's report into the plan.
 
-The tuning constants of every step are in ``tuning``.
+The tuning constants of every step are in ``tuning`` (one home); the time
+is one ``placewise.solver.budget:Budget``, shared down the steps.
 """
 
 from placewise.solver.cpsat.model.cpmodel import CpSatParams as CpSatParams

@@ -20,30 +20,42 @@ from placewise.models.snapshot import Snapshot, build_snapshot
 from placewise.solver.budget import Budget
 from placewise.solver.cpsat.decode.finish import explain, fill
 from placewise.solver.cpsat.decode.plan_io import fallback
+from placewise.solver.cpsat.decode.report import (
+    allow_outside,
+    gpu_bounds,
+    tier_report,
+    unpriced,
+    with_greedy,
+)
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
-from placewise.solver.cpsat.model.fairness import SCALE, SLACK
+from placewise.solver.cpsat.model.fairness import SCALE
 from placewise.solver.cpsat.model.objective import Stage, priced_vector
-from placewise.solver.cpsat.search.ceiling import outside_gpus, relaxed_tiers
-from placewise.solver.cpsat.search.stages import StageResult, run_stages
+from placewise.solver.cpsat.search.ceiling import relaxed_tiers
+from placewise.solver.cpsat.search.stages import run_stages
 from placewise.solver.cpsat.search.warmstart import best_fit
+from placewise.solver.cpsat.tuning import (
+    GREEDY_SECONDS_PER_CELL,
+    GREEDY_SHARE,
+    LARGE_CELLS,
+    MIN_BUDGET,
+    RACE_VARIABLES,
+    RELAXED_SHARE,
+    RESTRICT_CELLS,
+    RESTRICT_TO,
+    SLACK,
+)
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 from placewise.solver.kueue.fairsharing import (
     final_state_violations,
     largest_weighted_share,
 )
 from placewise.solver.lost_work import lost_work
-from placewise.solver.policy import Policy, primary_vector, tier_figures
+from placewise.solver.policy import Policy, primary_vector
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 from placewise.solver.problem.layout import Layout, plan_domains, restrict
 from placewise.solver.settle import settle_preemptions
 
 log = logging.getLogger("placewise.cpsat")
-
-RELAXED_SHARE = 0.1
-"""Share of the time limit kept, when a restricted model's victims are
-priced, for the unpriced relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
-MIN_BUDGET = 0.5
-"""Seconds below which CP-SAT is not started (the warm start is returned)."""
 
 
 def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelData:
@@ -86,27 +98,6 @@ def saturated(snapshot: Snapshot) -> bool:
 def _fallback(warm: Plan, limit: Budget, why: str) -> Plan:
     log.warning("cpsat: %s; returning the warm start (%s)", why, warm.solver.name)
     return fallback(warm, limit.spent(), why=why)
-
-
-GREEDY_SECONDS_PER_CELL = 2e-6
-"""Kueue greedy wall time per pending workload x node, measured on 2 cores
-(scale-10000: 2,000 x 10,000 cells in 18-24 s; scale-1000 in 0.4 s)."""
-GREEDY_SHARE = 0.5
-"""The greedy warm start runs when it is predicted to take at most this
-share of the time limit (Kueue's plan is then the floor); the best-fit warm
-start always runs."""
-RESTRICT_CELLS = 40_000
-"""Candidate (pod set, domain) cells above which each pod set keeps only its
-roomiest domains (plus its warm start's): the model must build in seconds."""
-RESTRICT_TO = 8
-LARGE_CELLS = 200_000
-"""Candidate cells beyond which even the restricted model does not pay for
-itself within a 10 s budget (10,000 hosts: 610k cells; building, hinting and
-searching it left no time to improve anything)."""
-RACE_VARIABLES = 10_000
-"""Models up to this size also run HiGHS's MIP beside CP-SAT on each GPU
-stage (it proves the bound CP-SAT's search alone does not reach); beyond it
-the MIP would not get past its root within the budget."""
 
 
 def _warm_start(
@@ -218,15 +209,15 @@ def _solve_cpsat(
         return _fallback(start.warm, limit, refused)
     done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
     pol = params.policy
-    tiers, total_bound = _report(
+    tiers, total_bound = tier_report(
         start.snapshot, searched, plan, values, results, pol, restricted
     )
-    tiers, total_bound = _allow_outside(start.data, plan, pol, tiers, total_bound)
+    tiers, total_bound = allow_outside(start.data, plan, pol, tiers, total_bound)
     if priced:
-        tiers, total_bound = _gpu_bounds(
+        tiers, total_bound = gpu_bounds(
             start.snapshot, start.data, params, plan, end, model.stages, tiers
         )
-    tiers = _with_greedy(start.given, tiers, _kueue(start), pol)
+    tiers = with_greedy(start.given, tiers, _kueue(start), pol)
     return _solved(plan, "OPTIMAL" if done else "FEASIBLE", limit, tiers, total_bound)
 
 
@@ -360,51 +351,9 @@ def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     plan = fill(data, start.warm)
     plan = _with_reasons(plan, {**start.reasons, **explain(data, plan)})
     tiers, total_bound = relaxed_tiers(
-        start.snapshot, data, _unpriced(params), plan, limit.less_margin()
+        start.snapshot, data, unpriced(params), plan, limit.less_margin()
     )
     return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
-
-
-def _unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
-    """The same solve without the lost-work price (GPU stages as before)."""
-    det = params.deterministic_time
-    return replace(
-        params,
-        policy=replace(params.policy, preemption_price=0.0),
-        deterministic_time=None if det is None else det * share,
-    )
-
-
-def _gpu_bounds(
-    snapshot: Snapshot,
-    data: ModelData,
-    params: CpSatParams,
-    plan: Plan,
-    end: Budget,
-    stages: list[Stage],
-    tiers: tuple[TierResult, ...],
-) -> tuple[tuple[TierResult, ...], int | None]:
-    """Per-tier bounds on GPUs of a restricted model whose stages were
-    priced.  A priced stage's bound bounds GPUs less the victims' price, not
-    GPUs: from the first priced tier down, the *unpriced* relaxed model,
-    each tier above held at the plan's GPUs, bounds every plan the validator
-    accepts (that leaves work about to finish alone), as for large models
-    (:mod:`.ceiling`).  The tiers above it keep their bounds."""
-    gpu_stages = [st for st in stages if st.gpus]
-    first = next(k for k, st in enumerate(gpu_stages) if st.costs)
-    keep = frozenset(st.tier for st in gpu_stages[:first] if st.tier is not None)
-    flat = _unpriced(params, RELAXED_SHARE)
-    theirs, total = relaxed_tiers(snapshot, data, flat, plan, end, keep)
-    bound = {t.priority: t.bound for t in theirs}
-    return (
-        tuple(
-            t
-            if t.priority in keep
-            else t.model_copy(update={"bound": bound[t.priority]})
-            for t in tiers
-        ),
-        total,
-    )
 
 
 def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
@@ -444,76 +393,3 @@ def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:
         for p in plan.pending
     )
     return plan.model_copy(update={"pending": pending})
-
-
-def _allow_outside(
-    data: ModelData,
-    plan: Plan,
-    pol: Policy,
-    tiers: tuple[TierResult, ...],
-    total: int | None,
-) -> tuple[tuple[TierResult, ...], int | None]:
-    """Bounds must allow for some plan admitting the pending workloads the
-    model leaves out (it cannot express them): their GPUs count whole."""
-    extra = outside_gpus(data, plan, pol)
-    if not extra:
-        return tiers, total
-    widened = tuple(
-        t.model_copy(update={"bound": t.bound + extra.get(t.priority, 0)})
-        if t.bound is not None
-        else t
-        for t in tiers
-    )
-    return widened, None if total is None else total + sum(extra.values())
-
-
-def _with_greedy(
-    snapshot: Snapshot, tiers: tuple[TierResult, ...], greedy: Plan | None, pol: Policy
-) -> tuple[TierResult, ...]:
-    """Each tier's figure for Kueue's greedy plan, when it ran."""
-    if greedy is None:
-        return tiers
-    theirs = {f.priority: f.gpus for f in tier_figures(snapshot, greedy, pol)}
-    return tuple(t.model_copy(update={"greedy": theirs.get(t.priority)}) for t in tiers)
-
-
-def _report(
-    snapshot: Snapshot,
-    searched: Plan,
-    plan: Plan,
-    values: dict[int, int],
-    results: list[StageResult],
-    pol: Policy,
-    restricted: bool,
-) -> tuple[tuple[TierResult, ...], int | None]:
-    """Per tier, GPUs running after the plan and the proven bound on them;
-    and a bound on the total when the objective is GPUs alone.  Bounds are
-    measured from the searched plan (``values``); ``plan`` may have more
-    admitted since (:func:`fill`), never beyond them.  A restricted model
-    proves nothing about the full problem: only ceilings are reported."""
-    figures = tier_figures(snapshot, plan, pol)
-    before = {f.priority: f.gpus for f in tier_figures(snapshot, searched, pol)}
-    slack: dict[int | None, int] = {}
-    for r in results:
-        st = r.stage
-        if not st.gpus:
-            continue
-        got = sum(c * values[x.index] for c, x in st.gpus)
-        proven = [r.relaxed_bound] if restricted else [r.bound, r.relaxed_bound]
-        bound = min((b for b in proven if b is not None), default=st.hi)
-        delta = st.gpu_bound(bound)
-        if r.gpu_bound is not None and not restricted:
-            delta = min(delta, r.gpu_bound)  # priced: the unpriced bound
-        slack[st.tier] = max(0, delta - got)
-    if pol.objective == "gpus":
-        tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
-        return tiers, sum(before.values()) + slack.get(None, 0)
-    tiers = tuple(
-        TierResult(
-            priority=f.priority,
-            gpus=f.gpus,
-            bound=before[f.priority] + slack.get(f.priority, 0),
-        )
-        for f in figures
-    )
-    return tiers, None

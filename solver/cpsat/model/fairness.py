@@ -32,9 +32,6 @@ from placewise.solver.problem.data import ModelData
 
 SCALE = 10_000
 """Resolution of a share in the model: 1/10,000 per-mille."""
-SLACK = 100
-"""Model units a plan may exceed the exact cap by before the search drops it:
-per-term rounding; the exact shares decide acceptance."""
 Terms = list[tuple[int, cp_model.IntVar]]
 
 

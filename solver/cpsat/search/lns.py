@@ -27,18 +27,15 @@ from ortools.sat.python import cp_model
 from placewise.solver.budget import Budget
 from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.tuning import (
+    DOMAINS_PER_ROUND,
+    LNS_FLOOR_SECONDS,
+    MIN_DOMAINS,
+    ROUND_SECONDS,
+)
 
 Path = tuple[str, ...]
 log = logging.getLogger("placewise.cpsat")
-
-ROUND_SECONDS = 0.25
-"""Wall time of one sub-solve: long enough to repack a few racks."""
-DOMAINS_PER_ROUND = 8
-"""Domains a round frees: at 4 most sub-solves were proven in 0.03 s (scale-1000,
-objective gpus, 10 s, CP-SAT seeds 0-11: median 4,684 GPUs at 6, 4,700 at 8,
-4,695 at 10)."""
-MIN_DOMAINS = 6
-"""Fewer candidate domains than this and the full model is searched alone."""
 
 
 @dataclass(slots=True)
@@ -204,7 +201,7 @@ class RackSearch:
         except ValueError as exc:
             log.debug("no rack search: %s", exc)
             return
-        while not self._stop.is_set() and budget.remaining() > 0.1:
+        while not self._stop.is_set() and budget.remaining() > LNS_FLOOR_SECONDS:
             values = self.best
             assert values is not None
             if self.ceiling is not None and stage.value(values) >= self.ceiling:

@@ -20,6 +20,13 @@ from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.model.objective import Stage
 from placewise.solver.cpsat.search.export import export
 from placewise.solver.cpsat.search.lns import RackSearch
+from placewise.solver.cpsat.tuning import (
+    DETERMINISTIC_WORKERS,
+    MIN_CPSAT_SECONDS,
+    MIN_HIGHS_SECONDS,
+    PROVER_PROBING,
+    RACE_POLL_SECONDS,
+)
 from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")
@@ -29,7 +36,7 @@ def solver_for(model: CPModel, budget: Budget, det: float | None) -> cp_model.Cp
     params = model.params
     solver = cp_model.CpSolver()
     p = solver.parameters
-    p.max_time_in_seconds = max(budget.remaining(), 0.05)
+    p.max_time_in_seconds = max(budget.remaining(), MIN_CPSAT_SECONDS)
     if det is not None:
         # Deterministic work alone decides when to stop: a wall-clock limit
         # would make the plan depend on the machine's load.
@@ -38,7 +45,7 @@ def solver_for(model: CPModel, budget: Budget, det: float | None) -> cp_model.Cp
         # The same plan for any number of workers: the subsolvers run
         # interleaved in a fixed order instead of racing.
         p.interleave_search = True
-        p.num_workers = 8
+        p.num_workers = DETERMINISTIC_WORKERS
     elif params.workers:
         p.num_workers = params.workers
     p.random_seed = params.seed
@@ -59,7 +66,7 @@ def prover_for(model: CPModel, budget: Budget) -> cp_model.CpSolver:
     p = solver.parameters
     p.num_workers = 1
     p.optimize_with_lb_tree_search = True
-    p.cp_model_probing_level = 2
+    p.cp_model_probing_level = PROVER_PROBING
     return solver
 
 
@@ -81,7 +88,9 @@ class Race:
         except ValueError as exc:
             log.debug("no HiGHS beside CP-SAT: %s", exc)
         else:
-            self.highs = Running(arrays, max(budget.remaining(), 0.1), want_x=mip)
+            self.highs = Running(
+                arrays, max(budget.remaining(), MIN_HIGHS_SECONDS), want_x=mip
+            )
         self.bound: float | None = None
         self.best: float | None = None
         self.answer: HighsResult | None = None
@@ -146,7 +155,7 @@ class Race:
         came for ``stall`` seconds (in a thread; ends with the solve)."""
 
         def watch() -> None:
-            while not self._done.wait(0.05):
+            while not self._done.wait(RACE_POLL_SECONDS):
                 now = time.monotonic()
                 if now >= earliest.deadline and now - self.improved_at >= stall:
                     with self._lock:

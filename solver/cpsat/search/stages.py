@@ -37,31 +37,20 @@ from placewise.solver.cpsat.search.race import (
     Race,
     solver_for,
 )
+from placewise.solver.cpsat.tuning import (
+    CLUSTERS_SHARE,
+    DEFAULT_WORKERS,
+    DUAL_SHARE,
+    MIN_HIGHS_SECONDS,
+    STAGE_FLOOR_SECONDS,
+    STALL_SHARE,
+    TIER_WEIGHT,
+    TOP_WEIGHT,
+    UNPRICED_SHARE,
+)
 from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")
-
-TIER_WEIGHT = 6
-"""Time weight of a GPU stage against a tie-break stage (1): the tie-breaks
-polish a plan whose GPUs are fixed, the GPU stages are what the plan and its
-bound are read for (scale-1000, objective gpus, CP-SAT seeds 0-11: median gap
-to the bound 0.8 % with 12 against 1, 1.0 % with 6)."""
-TOP_WEIGHT = 12
-"""Time weight of the first GPU stage: the top tier is what a bound is read for."""
-CLUSTERS_SHARE = (0.2, 0.6)
-"""When the model spans worker clusters, CP-SAT searches first — at least
-the first share of the stage, at most the second while it keeps finding
-better solutions — and the rack search has the rest.  A gang's move to
-another cluster frees racks there and fills racks here, rarely one rack
-search round (on multi-cluster seed 3 the top tier was found only by
-CP-SAT, after 1.1 s of a 3.3 s stage).  On one cluster the rack search pays
-from the start, and CP-SAT only proves (:func:`.race.prover_for`)."""
-STALL_SHARE = 0.1
-"""CP-SAT without a better solution for this share of the stage has stalled."""
-UNPRICED_SHARE = 0.2
-"""Share of a priced GPU stage's time for the bound on its GPUs."""
-DUAL_SHARE = 0.25
-"""Share of a GPU stage's time the relaxed model may use for its ceiling."""
 
 
 @dataclass(slots=True)
@@ -110,7 +99,7 @@ def solve_stage(
         racer = Race(model, stage, budget)
     elif lns is not None:
         racer = Race(model, stage, budget, mip=False)
-    workers = model.params.workers or 2
+    workers = model.params.workers or DEFAULT_WORKERS
     least, most = CLUSTERS_SHARE if lns is not None else (1.0, 1.0)
     solver = solver_for(model, budget.share(most), det)
     if race or (proofs is not None and proofs.alive()):
@@ -198,7 +187,7 @@ def prove_and_search(
     LP beside them settles the stage early when the relaxation is tight.
     With ``proofs`` the prover keeps running after the stage until
     ``proofs.budget`` ends (the caller reads its bound then)."""
-    workers = model.params.workers or 2
+    workers = model.params.workers or DEFAULT_WORKERS
     racer = Race(model, stage, budget, mip=False)
     lns.listener = racer.found
     racer.watch(lns)
@@ -316,7 +305,7 @@ def run_stages(
             results.append(
                 StageResult(stage, "OPTIMAL", current, current, 0.0, ceiling)
             )
-        elif budget.remaining() < 0.05 and det is None:
+        elif budget.remaining() < STAGE_FLOOR_SECONDS and det is None:
             if current is None:
                 results.append(StageResult(stage, "NO_SOLUTION", None, None, 0.0))
                 break
@@ -389,7 +378,7 @@ def unpriced_lp(model: CPModel, stage: Stage, budget: Budget) -> Running | None:
     except ValueError as exc:
         log.debug("no unpriced LP: %s", exc)
         return None
-    return Running(arrays, max(budget.remaining(), 0.1), want_x=False)
+    return Running(arrays, max(budget.remaining(), MIN_HIGHS_SECONDS), want_x=False)
 
 
 def unpriced_bound(
@@ -411,7 +400,7 @@ def unpriced_bound(
         lp.stop()
         if answer is not None and answer.bound is not None:
             top = answer.bound
-    if top is None and (det is not None or budget.remaining() > 0.05):
+    if top is None and (det is not None or budget.remaining() > STAGE_FLOOR_SECONDS):
         model.model.maximize(sum(c * x for c, x in stage.unpriced))
         model.model.clear_hints()  # type: ignore[no-untyped-call]
         for i, val in values.items():
