@@ -10,17 +10,18 @@ by stage, ``decode/`` turns values back into a plan; ``solve.py`` is the
 pipeline below, in order (each step as *module:function*, relative to this
 package unless it starts with ``placewise``; a test resolves every one).
 
-1. Start.  ``solve:solve_cpsat`` opens one ``placewise.solver.budget:Budget``
-   for ``--time-limit`` and runs ``solve:_solve_cpsat``; quotas or usage
-   beyond int64 (``solve:saturated``) leave the plan to Kueue's greedy.
+1. Start.  ``solve:solve_cpsat`` runs ``solve:_solve_cpsat``, which opens
+   one ``placewise.solver.budget:Budget`` for ``--time-limit``; quotas or
+   usage beyond int64 (``solve:saturated``) leave the plan to Kueue's greedy.
    ``solve:_start`` leaves work about to finish alone
-   (``solve:_leave_to_finish``), compiles the problem once
+   (``solve:_leave_to_finish``), compiles the problem
    (``placewise.solver.problem.data:compile_problem``), picks the warm start
    (``solve:_warm_start``: Kueue's greedy, or ``search.warmstart:best_fit``
    when the greedy would not fit the budget, or the better of both), settles
    its victims (``placewise.solver.settle:settle_preemptions``) and fixes the
    workloads the model cannot express at its decision
-   (``solve:_keep_unsupported``).
+   (``solve:_keep_unsupported``, which compiles a second time when there
+   are such workloads).
 2. Too large to search (``solve:_large``): the warm start, filled
    (``decode.finish:fill``), is the plan; the relaxed model proves each
    tier's bound (``search.ceiling:relaxed_tiers``).
