@@ -100,22 +100,24 @@ def _moves(snapshot: Snapshot, params: SolveParams) -> bool:
 def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
     """The optimizer's plan (tiers first, no moves), then the fewest moves
     that let the gangs it left pending in (:mod:`placewise.solver.defrag`)."""
+    from placewise.solver.budget import Budget
     from placewise.solver.defrag import add_moves
     from placewise.solver.greedy import solve_greedy
     from placewise.solver.policy import primary_vector
 
     start = time.perf_counter()
+    limit = Budget.of(params.time_limit)
     share = params.time_limit * MOVE_SHARE
     plan = _solve(snapshot, replace(params, time_limit=params.time_limit - share))
     workers, pol = max(1, params.workers), params.policy
     det = params.deterministic_time
     det = None if det is None else det * MOVE_SHARE / 2
-    best = add_moves(snapshot, plan, pol, share / 2, workers, params.seed, det)
+    best = add_moves(snapshot, plan, pol, limit.share(0.5), workers, params.seed, det)
     # Moves may open more from Kueue's plan than from the optimizer's: the
     # better of the two (tiers, then fewer moves, then less lost work), so
     # never below the optimizer's plan without moves.
     greedy = solve_greedy(snapshot)
-    other = add_moves(snapshot, greedy, pol, share / 2, workers, params.seed, det)
+    other = add_moves(snapshot, greedy, pol, limit, workers, params.seed, det)
 
     def key(p: Plan) -> tuple[list[int], int, float]:
         lost = sum(m.lost_gpu_hours for m in p.moves)

@@ -41,6 +41,7 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
 from placewise.models.workload import Workload
 from placewise.solver.baselines.records import FlavorChoice, IntArray
+from placewise.solver.budget import Budget
 from placewise.solver.defrag.model import GangResult, Limits, solve_gang
 from placewise.solver.defrag.state import Held, PlanState, PodSetNeed
 from placewise.solver.kueue.order import queue_order
@@ -71,7 +72,7 @@ def add_moves(
     snapshot: Snapshot,
     plan: Plan,
     policy: Policy,
-    seconds: float,
+    budget: Budget,
     workers: int = 1,
     seed: int = 0,
     deterministic: float | None = None,
@@ -79,7 +80,8 @@ def add_moves(
     """``plan`` with moves that admit gangs it left pending, within the
     policy's budget; unchanged when moves are off or cannot apply.
     ``deterministic``: a deterministic work budget shared by the gangs
-    instead of ``seconds`` (the plan is then reproducible with one worker)."""
+    instead of ``budget``'s time (the plan is then reproducible with one
+    worker)."""
     rules = policy.move_rules
     if not rules.enabled or plan.moves:
         return plan
@@ -87,7 +89,7 @@ def add_moves(
         return plan  # a scale-up slice's quota hand-over is not modelled here
     start = time.perf_counter()
     search = _Search(snapshot, plan, rules, workers, seed)
-    search.run(start + seconds, deterministic)
+    search.run(budget, deterministic)
     return search.result(policy, time.perf_counter() - start)
 
 
@@ -110,11 +112,11 @@ class _Search:
             w for w in snapshot.running if w.key not in preempted and movable(w, rules)
         ]
         self.moved: set[str] = set()
-        self.deadline = time.perf_counter()
+        self.budget = Budget.of(0.0)
         self.deterministic: float | None = None
 
-    def run(self, deadline: float, deterministic: float | None = None) -> None:
-        self.deadline = deadline
+    def run(self, budget: Budget, deterministic: float | None = None) -> None:
+        self.budget = budget
         waiting = {p.workload for p in self.plan.pending}
         gangs = sorted(
             (w for w in self.snap.pending if w.key in waiting), key=queue_order
@@ -127,7 +129,7 @@ class _Search:
         for i, w in enumerate(gangs):
             # Most models end well before their limit: each gang may take
             # half of what is left (at least its even share).
-            left = deadline - time.perf_counter()
+            left = budget.remaining()
             if left < MIN_SECONDS / 4:
                 break
             share = max(left / 2, left / max(1, len(gangs) - i))
@@ -186,7 +188,7 @@ class _Search:
                 limits,
                 count=None,
                 first="count",
-                seconds=min(seconds, self.deadline - time.perf_counter()),
+                seconds=min(seconds, self.budget.remaining()),
             ),
         )
         if cert.status == "optimal":

@@ -23,6 +23,7 @@ from placewise.models.moves import MOVABLE_LABEL, MoveRules
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
+from placewise.solver.budget import Budget
 from placewise.solver.defrag import add_moves
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy
@@ -208,7 +209,7 @@ def brute_fewest(jobs: list[tuple[str, int]]) -> int | None:
 def with_moves(snap: Snapshot, budget: int) -> Plan:
     base = solve_greedy(snap)
     policy = Policy(moves=MoveRules(count=budget))
-    return add_moves(snap, base, policy, seconds=5.0, workers=1, seed=0)
+    return add_moves(snap, base, policy, Budget.of(5.0), workers=1, seed=0)
 
 
 @pytest.mark.parametrize("seed", range(12))
