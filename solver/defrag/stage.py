@@ -155,7 +155,8 @@ class _Search:
         fi = self.state.flavor_index(flavor)
         assert fi is not None
         held = self._held(flavor)
-        complete = len(held) <= MAX_CANDIDATES
+        # A proof covers one flavor choice and every movable workload.
+        complete = len(held) <= MAX_CANDIDATES and len(choices) == 1
         held = held[:MAX_CANDIDATES]
         kind = _kind(fi.tree.rem, needs)
         limits = Limits(
