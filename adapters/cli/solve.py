@@ -132,6 +132,8 @@ def register(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.cluster:
+        if args.moves is not None:
+            log.warning("--moves applies to one cluster; ignored with --cluster")
         return multicluster.run_solve(args)
     policy = Policy()
     if args.policy:
