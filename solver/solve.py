@@ -86,6 +86,8 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
 
 MOVE_SHARE = 0.5
 """Share of the time limit the move search gets after the optimizer."""
+MOVE_FLOOR = 0.25
+"""Share of that share each of the two move searches gets at the least."""
 
 
 def _moves(snapshot: Snapshot, params: SolveParams) -> bool:
@@ -112,12 +114,20 @@ def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
     workers, pol = max(1, params.workers), params.policy
     det = params.deterministic_time
     det = None if det is None else det * MOVE_SHARE / 2
-    best = add_moves(snapshot, plan, pol, limit.share(0.5), workers, params.seed, det)
+    # Each move search gets half of what the optimizer left, and at least a
+    # floor: an optimizer running over (a loaded machine) must not leave
+    # the moves nothing.
+    floor = share * MOVE_FLOOR
+
+    def part(weight: float) -> Budget:
+        return Budget.of(max(limit.remaining() * weight, floor))
+
+    best = add_moves(snapshot, plan, pol, part(0.5), workers, params.seed, det)
     # Moves may open more from Kueue's plan than from the optimizer's: the
     # better of the two (tiers, then fewer moves, then less lost work), so
     # never below the optimizer's plan without moves.
     greedy = solve_greedy(snapshot)
-    other = add_moves(snapshot, greedy, pol, limit, workers, params.seed, det)
+    other = add_moves(snapshot, greedy, pol, part(1.0), workers, params.seed, det)
 
     def key(p: Plan) -> tuple[list[int], int, float]:
         lost = sum(m.lost_gpu_hours for m in p.moves)
