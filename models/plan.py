@@ -75,12 +75,33 @@ class PlanPreemption(Frozen):
     """The worker cluster of the victim, in multi-cluster plans only."""
 
 
+BlockedBy = Literal["quota", "priority", "fragmentation"]
+BLOCKED_BY: tuple[BlockedBy, ...] = ("quota", "priority", "fragmentation")
+
+
 class PlanPending(Frozen):
     workload: str
     reason: str
     cluster: str | None = None
     """A worker's own pending workload, in multi-cluster plans (names repeat
     across clusters); None for the manager's dispatched workloads."""
+    blocked_by: BlockedBy | None = None
+    """What holds it back: quota, higher priority, or fragmentation (quota
+    is free but no placement of its pods fits the idle capacity)."""
+    fewest_moves: int | None = None
+    """For fragmentation: the fewest moves that would admit it within the
+    move budget; None when unknown or when no plan within the budget does."""
+
+
+class PlanMove(Frozen):
+    """A running workload evicted and admitted again in the same plan: its
+    new placement is its entry in ``admissions``; it is no preemption."""
+
+    workload: str
+    from_hosts: tuple[str, ...]
+    to_hosts: tuple[str, ...]
+    lost_gpu_hours: float
+    """Work thrown away (0 when annotated ``placewise.io/checkpointed``)."""
 
 
 def _cluster(entry: dict[str, Any], cluster: str | None) -> dict[str, Any]:
@@ -97,6 +118,7 @@ class Plan(Frozen):
     admissions: tuple[PlanAdmission, ...] = ()
     preemptions: tuple[PlanPreemption, ...] = ()
     pending: tuple[PlanPending, ...] = ()
+    moves: tuple[PlanMove, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         solver: dict[str, Any] = {
@@ -144,11 +166,33 @@ class Plan(Frozen):
                 )
                 for p in self.preemptions
             ],
-            "pending": [
-                _cluster({"workload": p.workload, "reason": p.reason}, p.cluster)
-                for p in self.pending
-            ],
-        }
+            "pending": [_cluster(_pending_to_dict(p), p.cluster) for p in self.pending],
+        } | (
+            {
+                "moves": [
+                    {
+                        "workload": m.workload,
+                        "from": list(m.from_hosts),
+                        "to": list(m.to_hosts),
+                        "lostGpuHours": _number(m.lost_gpu_hours),
+                    }
+                    for m in self.moves
+                ]
+            }
+            if self.moves
+            else {}
+        )
+
+
+def _pending_to_dict(p: PlanPending) -> dict[str, Any]:
+    """The optional fields only when set, so plans without moves read as
+    before."""
+    out: dict[str, Any] = {"workload": p.workload, "reason": p.reason}
+    if p.blocked_by is not None:
+        out["blockedBy"] = p.blocked_by
+    if p.fewest_moves is not None:
+        out["fewestMoves"] = p.fewest_moves
+    return out
 
 
 def _number(x: float) -> float | int:
@@ -305,13 +349,26 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
     for i, raw in enumerate(rd.seq(doc.get("pending"), "pending")):
         where = f"pending[{i}]"
         pen = rd.mapping(raw, where)
+        blocked = pen.get("blockedBy")
+        if blocked is not None and blocked not in BLOCKED_BY:
+            rd.fail(f"{where}.blockedBy", f"expected one of {list(BLOCKED_BY)}")
+            blocked = None
+        fewest = pen.get("fewestMoves")
         pending.append(
             PlanPending(
                 workload=rd.string(pen.get("workload"), f"{where}.workload"),
                 reason=rd.text(pen.get("reason"), f"{where}.reason"),
                 cluster=_optional(rd, pen, where),
+                blocked_by=blocked,
+                fewest_moves=None
+                if fewest is None
+                else rd.integer(fewest, f"{where}.fewestMoves"),
             )
         )
+    moves = [
+        _move_from_dict(rd, raw, f"moves[{i}]")
+        for i, raw in enumerate(rd.seq(doc.get("moves"), "moves"))
+    ]
     if rd.problems:
         raise InstanceError(rd.problems)
     return Plan(
@@ -319,6 +376,29 @@ def plan_from_dict(data: object, source: str = "<plan>") -> Plan:
         admissions=tuple(admissions),
         preemptions=tuple(preemptions),
         pending=tuple(pending),
+        moves=tuple(moves),
+    )
+
+
+def _move_from_dict(rd: _Reader, raw: object, where: str) -> PlanMove:
+    move = rd.mapping(raw, where)
+
+    def host_list(key: str) -> tuple[str, ...]:
+        return tuple(
+            rd.string(h, f"{where}.{key}[{i}]")
+            for i, h in enumerate(rd.seq(move.get(key), f"{where}.{key}"))
+        )
+
+    lost = rd.number(move.get("lostGpuHours"), f"{where}.lostGpuHours")
+    if lost is None:
+        rd.fail(f"{where}.lostGpuHours", "required: the GPU-hours the move loses")
+    elif lost < 0:
+        rd.fail(f"{where}.lostGpuHours", f"must not be negative, got {lost}")
+    return PlanMove(
+        workload=rd.string(move.get("workload"), f"{where}.workload"),
+        from_hosts=host_list("from"),
+        to_hosts=host_list("to"),
+        lost_gpu_hours=lost or 0.0,
     )
 
 

@@ -18,10 +18,10 @@ finish (not preemptible in this solve).
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from placewise.models.moves import assumed_elapsed
 from placewise.models.snapshot import Snapshot
 from placewise.solver.policy import Policy, accelerators
 
@@ -49,8 +49,7 @@ def lost_work(snapshot: Snapshot, pol: Policy) -> LostWork:
     if pol.preemption_price <= 0:
         return LostWork()
     times = snapshot.run_times
-    known = [rt.elapsed for rt in times.values() if rt.elapsed is not None]
-    assumed = int(statistics.median_low(known)) if known else 0
+    assumed = assumed_elapsed(rt.elapsed for rt in times.values())
     lost: dict[str, int] = {}
     for w in snapshot.running:
         rt = times.get(w.key)

@@ -192,8 +192,12 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
     # An elastic slice's admission finishes the running slice it replaces:
     # only its growth is new (the old pods keep running within it).
     replaced = {a.replaces for a in plan.admissions if a.replaces in running}
+    moved = {m.workload for m in plan.moves}  # still running: not admitted
     admitted_gpus = sum(
-        pod_set_gpus(p) for a in plan.admissions for p in a.pod_set_assignments
+        pod_set_gpus(p)
+        for a in plan.admissions
+        if a.workload not in moved
+        for p in a.pod_set_assignments
     ) - sum(workload_gpus(running[k]) for k in replaced if k is not None)
     preempted_gpus = sum(workload_gpus(running[k]) for k in evicted)
     before = sum(workload_gpus(w) for w in running.values())
@@ -221,7 +225,7 @@ def compute(snapshot: Snapshot, plan: Plan, held: Sequence[Held] = ()) -> Metric
     gangs, in_domain, spans = topology_quality(snapshot, plan)
     partial = [h for h in held if 0 < h.pods_placed < h.pods_total]
     return Metrics(
-        admitted_workloads=len(plan.admissions),
+        admitted_workloads=len(plan.admissions) - len(moved),
         admitted_gpus=admitted_gpus,
         preemptions=len(evicted),
         preempted_gpus=preempted_gpus,
@@ -284,10 +288,16 @@ def node_usage(
     unplaced = 0
     evicted = {p.workload for p in plan.preemptions}
     evicted |= {a.replaces for a in plan.admissions if a.replaces}
-    for w in snapshot.running:
-        if w.key in evicted or w.admission is None:
-            continue
-        for psa in w.admission.pod_set_assignments:
+    moved = {m.workload for m in plan.moves}
+    placed = [
+        w.admission.pod_set_assignments
+        for w in snapshot.running
+        if w.key not in evicted | moved and w.admission is not None
+    ]
+    # A moved workload runs on where the plan admits it again.
+    placed += [a.pod_set_assignments for a in plan.admissions if a.workload in moved]
+    for psas in placed:
+        for psa in psas:
             if not _hostname_leaves(snapshot, psa) or psa.count <= 0:
                 unplaced += pod_set_gpus(psa)
                 continue

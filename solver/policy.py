@@ -17,17 +17,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
 import yaml
 
 from placewise.models.cluster import PODS
+from placewise.models.moves import MoveRules
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Workload
 from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.move_policy import parse_moves
 
 ObjectiveKind = Literal["tiers", "gpus"]
 MAX_PRICE = 1000
@@ -61,6 +63,14 @@ class Policy:
     """A running workload known to end within this many minutes (Kueue's
     maximum execution time, or its expected duration) is left to finish:
     the optimizer does not preempt it.  Only with a non-zero price."""
+    moves: MoveRules = field(default_factory=MoveRules)
+    """The move budget and who may move (:mod:`placewise.solver.move_policy`);
+    no budget: no moves."""
+
+    @property
+    def move_rules(self) -> MoveRules:
+        """The move rules, lost work counted in this policy's GPUs."""
+        return self.moves.model_copy(update={"accelerators": self.accelerators})
 
     @staticmethod
     def from_file(path: str | Path) -> Policy:
@@ -108,6 +118,8 @@ class Policy:
             raise ValueError(f"{at}finish_window_minutes must be an integer")
         if not 0 <= window <= 10**6:
             raise ValueError(f"{at}finish_window_minutes must be in [0, 10^6]")
+        if "moves" in values:
+            values["moves"] = parse_moves(values["moves"])
         return Policy(**values)
 
 
@@ -164,7 +176,10 @@ def tier_figures(
     cap = capacity(snapshot)
     gpus: dict[int, int] = defaultdict(int)
     other: dict[int, int] = defaultdict(int)
-    preempted = {p.workload for p in plan.preemptions}
+    # A moved workload runs on: its admission in the plan counts it.
+    preempted = {p.workload for p in plan.preemptions} | {
+        m.workload for m in plan.moves
+    }
     for w in snapshot.running:
         if w.key in preempted:
             continue

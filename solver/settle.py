@@ -138,10 +138,12 @@ def _recredits(
     assert victim.admission is not None
     vcq = victim.admission.cluster_queue
     hosts = _domains(victim.admission.pod_set_assignments)
+    moved = _moved(plan)
     near = [
         a
         for a in plan.admissions
         if a.workload != pre.preemptor
+        and a.workload not in moved
         and (_domains(a.pod_set_assignments) & hosts or a.cluster_queue == vcq)
     ]
     near.sort(key=lambda a: (not _domains(a.pod_set_assignments) & hosts, a.workload))
@@ -164,10 +166,12 @@ def _withdrawals(plan: Plan, pre: PlanPreemption, victim: Workload) -> Iterator[
     assert victim.admission is not None
     vcq = victim.admission.cluster_queue
     hosts = _domains(victim.admission.pod_set_assignments)
+    moved = _moved(plan)
     foreign = [
         a.workload
         for a in plan.admissions
         if a.workload != pre.preemptor
+        and a.workload not in moved
         and a.cluster_queue != vcq
         and _domains(a.pod_set_assignments) & hosts
     ]
@@ -195,8 +199,14 @@ def _recredit(
     )
 
 
+def _moved(plan: Plan) -> set[str]:
+    """Running workloads the plan moves: their re-admission is no pending
+    workload's to withdraw, nor a preemptor to credit (moves are left alone)."""
+    return {m.workload for m in plan.moves}
+
+
 def _withdraw(plan: Plan, keys: list[str]) -> Plan:
-    gone = set(keys)
+    gone = set(keys) - _moved(plan)
     return plan.model_copy(
         update={
             "admissions": tuple(a for a in plan.admissions if a.workload not in gone),

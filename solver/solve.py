@@ -23,6 +23,7 @@ SOLVERS = (
     "greedy",
     "kube-default",
     "binpack-gang",
+    "kai-consolidation",
     "multikueue-allatonce",
     "multikueue-incremental",
 )
@@ -75,15 +76,77 @@ def solve(snapshot: Snapshot, params: SolveParams | None = None) -> Plan:
     from placewise.solver.settle import settle_preemptions
 
     params = params or SolveParams()
+    if _moves(snapshot, params):
+        return _solve_with_moves(snapshot, params)
     plan = _solve(snapshot, params)
     if params.solver in ("greedy", "cpsat", "auto"):
         return plan
     return settle_preemptions(snapshot, plan)
 
 
+MOVE_SHARE = 0.5
+"""Share of the time limit the move search gets after the optimizer."""
+MOVE_FLOOR = 0.25
+"""Share of that share each of the two move searches gets at the least."""
+
+
+def _moves(snapshot: Snapshot, params: SolveParams) -> bool:
+    """Moves apply to the optimizer's plans on one cluster, with a budget."""
+    return (
+        params.solver in ("cpsat", "auto")
+        and not isinstance(snapshot, MultiSnapshot)
+        and params.policy.move_rules.enabled
+    )
+
+
+def _solve_with_moves(snapshot: Snapshot, params: SolveParams) -> Plan:
+    """The optimizer's plan (tiers first, no moves), then the fewest moves
+    that let the gangs it left pending in (:mod:`placewise.solver.defrag`)."""
+    from placewise.solver.budget import Budget
+    from placewise.solver.defrag import add_moves
+    from placewise.solver.greedy import solve_greedy
+    from placewise.solver.policy import primary_vector
+
+    start = time.perf_counter()
+    limit = Budget.of(params.time_limit)
+    share = params.time_limit * MOVE_SHARE
+    plan = _solve(snapshot, replace(params, time_limit=params.time_limit - share))
+    workers, pol = max(1, params.workers), params.policy
+    det = params.deterministic_time
+    det = None if det is None else det * MOVE_SHARE / 2
+    # Each move search gets half of what the optimizer left, and at least a
+    # floor: an optimizer running over (a loaded machine) must not leave
+    # the moves nothing.
+    floor = share * MOVE_FLOOR
+
+    def part(weight: float) -> Budget:
+        return Budget.of(max(limit.remaining() * weight, floor))
+
+    best = add_moves(snapshot, plan, pol, part(0.5), workers, params.seed, det)
+    # Moves may open more from Kueue's plan than from the optimizer's: the
+    # better of the two (tiers, then fewer moves, then less lost work), so
+    # never below the optimizer's plan without moves.
+    greedy = solve_greedy(snapshot)
+    other = add_moves(snapshot, greedy, pol, part(1.0), workers, params.seed, det)
+
+    def key(p: Plan) -> tuple[list[int], int, float]:
+        lost = sum(m.lost_gpu_hours for m in p.moves)
+        return primary_vector(snapshot, p, pol), -len(p.moves), -lost
+
+    if other.moves and key(other) > key(best):
+        name = plan.solver.name
+        best = other.model_copy(
+            update={"solver": other.solver.model_copy(update={"name": name})}
+        )
+    wall = time.perf_counter() - start
+    return best.model_copy(
+        update={"solver": best.solver.model_copy(update={"wall_seconds": wall})}
+    )
+
+
 def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
     if isinstance(snapshot, MultiSnapshot):
-        if params.solver in ("kube-default", "binpack-gang"):
+        if params.solver in ("kube-default", "binpack-gang", "kai-consolidation"):
             raise ValueError(f"{params.solver} knows nothing of several clusters")
         if params.solver == "greedy":  # Kueue over several clusters: the race
             params = replace(params, solver="multikueue-allatonce")
@@ -121,6 +184,11 @@ def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
         from placewise.solver.baselines import solve_binpack_gang
 
         return solve_binpack_gang(snapshot, params.seed)
+    if params.solver == "kai-consolidation":
+        from placewise.solver.baselines import solve_kai_consolidation
+
+        rules = params.policy.move_rules
+        return solve_kai_consolidation(snapshot, rules, params.seed, params.time_limit)
     raise ValueError(f"unknown solver {params.solver!r}; choose from {SOLVERS}")
 
 

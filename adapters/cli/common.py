@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TypeAlias
 
 from placewise.adapters.cli.status import status
 from placewise.adapters.io.loader import load_snapshot
+from placewise.models.errors import InstanceError, Location, Problem
+from placewise.models.moves import MOVABLE_LABEL, misplaced_labels
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
+from placewise.solver.move_policy import PolicyError, check_queues
 from placewise.solver.policy import Policy
 from placewise.solver.solve import SolveParams, solve
 
@@ -49,6 +53,49 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def policy_error(path: str, exc: ValueError) -> InstanceError:
+    """A bad policy value as a located input error (exit 2): the file, the
+    Policy, and the field where the policy parser names one."""
+    field = exc.field if isinstance(exc, PolicyError) else ""
+    message = str(exc)
+    if field and message.startswith(f"{field}: "):
+        message = message[len(field) + 2 :]
+    return InstanceError(
+        [Problem(Location(file=path, kind="Policy", field=field), message)]
+    )
+
+
+def with_moves(
+    policy: Policy, moves: int | None, snapshot: Snapshot, path: str | None
+) -> Policy:
+    """``--moves K`` over the policy's count; the move policy checked
+    against the instance; movable labels on workloads that are not running
+    said (labels are set at submission: a warning, not an error)."""
+    if moves is not None:
+        policy = replace(policy, moves=policy.moves.model_copy(update={"count": moves}))
+    try:
+        check_queues(policy.moves, snapshot)
+    except PolicyError as exc:
+        raise policy_error(path or "--policy", exc) from None
+    for key in misplaced_labels(snapshot):
+        log.warning(
+            "Workload %s: labelled %s but not running; only running workloads move",
+            key,
+            MOVABLE_LABEL,
+        )
+    return policy
 
 
 def positive_float(text: str) -> float:

@@ -9,14 +9,16 @@ from placewise.adapters.cli import multicluster
 from placewise.adapters.cli.common import (
     Subparsers,
     load,
+    non_negative_int,
+    policy_error,
     positive_float,
     positive_int,
     solve_each,
     timestamp,
+    with_moves,
 )
 from placewise.adapters.io import output
 from placewise.adapters.io.documents import load_one
-from placewise.models.errors import InstanceError, Location, Problem
 from placewise.solver.policy import Policy
 from placewise.solver.solve import SOLVERS
 
@@ -44,7 +46,8 @@ def register(subparsers: Subparsers) -> None:
         default="auto",
         help="cpsat = the joint optimizer (warm-started from greedy, never "
         "worse); greedy = what Kueue itself would decide; auto = cpsat "
-        "with greedy as fallback; kube-default and binpack-gang are the "
+        "with greedy as fallback; kube-default, binpack-gang and "
+        "kai-consolidation (with --moves) are the "
         "benchmark baselines (default: %(default)s)",
     )
     p.add_argument(
@@ -74,6 +77,17 @@ def register(subparsers: Subparsers) -> None:
         "--policy",
         metavar="FILE",
         help="YAML objective policy (see README, 'Objective')",
+    )
+    p.add_argument(
+        "--moves",
+        type=non_negative_int,
+        default=None,
+        metavar="K",
+        help="at most K moves: running workloads labelled "
+        'placewise.io/movable: "true" (or movable by the policy) may be '
+        "evicted and admitted again elsewhere to let blocked gangs in; "
+        "overrides the policy's moves.budget.count (default: the policy's, "
+        "else no moves)",
     )
     p.add_argument(
         "--now",
@@ -118,6 +132,8 @@ def register(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.cluster:
+        if args.moves is not None:
+            log.warning("--moves applies to one cluster; ignored with --cluster")
         return multicluster.run_solve(args)
     policy = Policy()
     if args.policy:
@@ -125,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             policy = Policy.from_mapping(raw)
         except ValueError as exc:
-            where = Location(file=args.policy, kind="Policy")
-            raise InstanceError([Problem(where, str(exc))]) from None
+            raise policy_error(args.policy, exc) from None
     snapshot = load(args.instances, args.now)
+    policy = with_moves(policy, args.moves, snapshot, args.policy)
     plans = solve_each(snapshot, args, policy)
     if args.compare:
         text = output.render_many(plans, args.format or "table", snapshot)

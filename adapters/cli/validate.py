@@ -13,10 +13,19 @@ import sys
 from typing import Any
 
 from placewise.adapters.cli import multicluster
-from placewise.adapters.cli.common import Subparsers, load
+from placewise.adapters.cli.common import (
+    Subparsers,
+    load,
+    non_negative_int,
+    policy_error,
+    with_moves,
+)
 from placewise.adapters.io.documents import load_one
+from placewise.models.moves import MoveRules
 from placewise.models.plan import Plan, plan_from_dict
+from placewise.models.snapshot import Snapshot
 from placewise.models.validate import Violation, validate
+from placewise.solver.policy import Policy
 
 
 def register(subparsers: Subparsers) -> None:
@@ -48,6 +57,19 @@ def register(subparsers: Subparsers) -> None:
         default="text",
         help="report format (default: text)",
     )
+    p.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="the policy the plan was made under: its move budget and "
+        "movability rules are checked too",
+    )
+    p.add_argument(
+        "--moves",
+        type=non_negative_int,
+        default=None,
+        metavar="K",
+        help="the move budget the plan was made under (as on solve)",
+    )
     multicluster.add_option(p)
     p.set_defaults(run=run)
 
@@ -64,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         snap = load(args.instances)
         plan = read_plan(args.plan)
-        violations, where = validate(snap, plan), ""
+        violations, where = validate(snap, plan, _move_rules(args, snap)), ""
     if args.format == "json":
         print(json.dumps(_report(plan, violations), indent=2))
     elif violations:
@@ -77,6 +99,20 @@ def run(args: argparse.Namespace) -> int:
             f"{len(plan.preemptions)} preemption(s), {len(plan.pending)} pending"
         )
     return 1 if violations else 0
+
+
+def _move_rules(args: argparse.Namespace, snap: Snapshot) -> MoveRules | None:
+    """The move policy to hold the plan to; None when neither flag is given
+    (moves are then checked for the opt-in label only, not a budget)."""
+    if args.policy is None and args.moves is None:
+        return None
+    policy = Policy()
+    if args.policy:
+        try:
+            policy = Policy.from_mapping(load_one(args.policy, "Policy"))
+        except ValueError as exc:
+            raise policy_error(args.policy, exc) from None
+    return with_moves(policy, args.moves, snap, args.policy).move_rules
 
 
 def _report(plan: Plan, violations: list[Violation]) -> dict[str, Any]:

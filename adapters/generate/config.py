@@ -113,6 +113,12 @@ class GeneratorConfig:
     (uniform makes small teams borrow)."""
     emit_workload_pods: bool = False
     """Also emit the bound pods of running Workloads (TAS-annotated)."""
+    movable_classes: tuple[str, ...] = ()
+    """Running Workloads of these classes carry the opt-in label
+    ``placewise.io/movable: "true"`` (a plan may move them, issue 20)."""
+    checkpointed_fraction: float = 0.0
+    """Share of the movable ones also annotated ``placewise.io/checkpointed:
+    "true"`` (a move loses no work)."""
     pending: int = 40
     classes: tuple[WorkloadClass, ...] = (
         WorkloadClass(
@@ -173,6 +179,7 @@ class GeneratorConfig:
             "not_ready_fraction",
             "running_fill",
             "running_workload_share",
+            "checkpointed_fraction",
         ):
             check(0 <= getattr(self, frac) <= 1, frac, "must be in [0, 1]")
         check(

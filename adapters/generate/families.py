@@ -420,12 +420,89 @@ def topology_heavy() -> GeneratorConfig:
     )
 
 
+def fragmented_running() -> GeneratorConfig:
+    """Big gangs blocked by small running jobs scattered over the racks.
+
+    Issue 20's case: quota is free and the racks hold enough idle GPUs in
+    total, but every rack is dotted with small running jobs (1-4 GPUs,
+    labelled movable, a quarter checkpointed), so no rack has the 4 empty
+    hosts a half-rack gang needs.  Kueue cannot help (no topology-driven
+    preemption); moving a few small jobs together frees whole hosts.
+    """
+    return GeneratorConfig(
+        name="fragmented-running",
+        description=(
+            "Fragmented by running work: 64 H100 hosts (2 blocks x 4 racks x 8), a "
+            "third used by small movable running jobs (1-4 GPUs) scattered over "
+            "every rack, and a few whole-host training gangs; 12 pending half-rack "
+            "gangs (4 x 8 GPUs, required rack) and some small jobs; quota is "
+            "ample, so only fragmentation holds the gangs back."
+        ),
+        blocks=2,
+        racks_per_block=4,
+        hosts_per_rack=8,
+        node_types=(h100(),),
+        queues=QueueConfig(
+            cluster_queues=2,
+            cohorts=1,
+            quota_scale=2.0,
+            cpu_memory_quota_scale=2.0,
+        ),
+        running_fill=0.35,
+        running_workload_share=1.0,
+        running_queue_choice="uniform",
+        running_classes=(
+            WorkloadClass(
+                "small",
+                weight=6,
+                pod_counts=(1,),
+                gpus_per_pod=(1, 2, 3, 4),
+                topology="unconstrained",
+                priority_classes={"low": 1},
+            ),
+            WorkloadClass(
+                "train",
+                weight=1,
+                pod_counts=(1, 2),
+                gpus_per_pod=(8,),
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 1},
+            ),
+        ),
+        movable_classes=("small",),
+        checkpointed_fraction=0.25,
+        pending=16,
+        classes=(
+            WorkloadClass(
+                "half-rack",
+                weight=3,
+                pod_counts=(4,),
+                gpus_per_pod=(8,),
+                topology="required",
+                level="rack",
+                priority_classes={"normal": 2, "high": 1},
+            ),
+            WorkloadClass(
+                "single",
+                weight=1,
+                pod_counts=(1,),
+                gpus_per_pod=(2, 4),
+                topology="unconstrained",
+                priority_classes={"low": 1},
+            ),
+        ),
+        class_mix="proportional",
+    )
+
+
 SCALE_POINTS = (100, 300, 1000, 3000, 10000)
 """Host counts of the scale sweep; pending work is a fifth of the hosts."""
 
 FAMILIES: dict[str, Callable[[], GeneratorConfig]] = {
     "default": default,
     "fragmented": fragmented,
+    "fragmented-running": fragmented_running,
     "multi-team": multi_team,
     "fair-share": fair_share,
     "preemption-heavy": preemption_heavy,

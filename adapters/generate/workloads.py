@@ -31,6 +31,7 @@ from placewise.adapters.generate.config import (
 from placewise.adapters.generate.placement import Capacity
 from placewise.adapters.generate.quota import WPC_SOURCE, QuotaTree, Team
 from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, PODS, QUEUE_NAME_LABEL
+from placewise.models.moves import CHECKPOINTED, MOVABLE_LABEL
 
 CLASS_LABEL = "placewise.io/class"
 MAX_FAILURES = 60
@@ -351,6 +352,8 @@ def running_workloads(
                 },
             ],
         }
+        if cls.name in config.movable_classes:
+            _label_movable(obj, config, rng)
         workloads.append(obj)
         if not flavor_type.tas or config.emit_workload_pods:
             pods.extend(
@@ -365,6 +368,18 @@ def running_workloads(
                 )
             )
     return workloads, pods
+
+
+def _label_movable(
+    obj: dict[str, Any], config: GeneratorConfig, rng: np.random.Generator
+) -> None:
+    """The opt-in move label, and on a share of them the checkpoint
+    annotation (drawn only when that share is set, so families without it
+    keep their random stream)."""
+    obj["metadata"]["labels"][MOVABLE_LABEL] = "true"
+    share = config.checkpointed_fraction
+    if share and rng.random() < share:
+        obj["metadata"].setdefault("annotations", {})[CHECKPOINTED] = "true"
 
 
 def _admit(

@@ -118,11 +118,31 @@ def render_table(
                 row[1:1] = [prio, gpus]
             pre.add_row(*row)
         console.print(pre)
+    if plan.moves:
+        mov = Table(title=f"Moved ({len(plan.moves)})", title_justify="left")
+        for col in ("workload", "from", "to", "lost GPU-hours"):
+            mov.add_column(col)
+        for m in plan.moves:
+            mov.add_row(
+                m.workload,
+                ", ".join(m.from_hosts),
+                ", ".join(m.to_hosts),
+                f"{m.lost_gpu_hours:g}",
+            )
+        console.print(mov)
     pen = Table(title=f"Pending ({len(plan.pending)})", title_justify="left")
     pen.add_column("workload")
     pen.add_column("reason")
+    certified = any(p.blocked_by for p in plan.pending)
+    if certified:
+        pen.add_column("blocked by")
+        pen.add_column("fewest moves")
     for waiting in plan.pending:
-        pen.add_row(waiting.workload, waiting.reason)
+        row = [waiting.workload, waiting.reason]
+        if certified:
+            fewest = waiting.fewest_moves
+            row += [waiting.blocked_by or "", "" if fewest is None else str(fewest)]
+        pen.add_row(*row)
     console.print(pen)
     return buf.getvalue()
 
@@ -231,6 +251,14 @@ def render_comparison(
         "preempted workloads (GPUs)",
         (f"{m.preemptions} ({m.preempted_gpus})" for m in scores),
     )
+    if any(p.moves for p in plans):
+        row(
+            "moved workloads (lost GPU-hours)",
+            (
+                f"{len(p.moves)} ({sum(m.lost_gpu_hours for m in p.moves):g})"
+                for p in plans
+            ),
+        )
     row("GPUs busy after the plan", (f"{m.gpus_busy}/{m.gpu_capacity}" for m in scores))
     row(
         "gangs split across domains",

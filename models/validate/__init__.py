@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from placewise.models.moves import MoveRules
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import (
     bookkeeping,
     capacity,
     eligibility,
+    moves,
     podsets,
     preemption,
     quota,
@@ -86,6 +88,16 @@ RULES: dict[str, str] = {
     "room and quota (Kueue's fill-back would keep it)",
     "preemption.room-elsewhere": "a victim's freed room on a leaf serves a "
     "ClusterQueue that may not preempt it",
+    "moves.not-running": "a move names a workload that is not running",
+    "moves.duplicate": "a workload moved, or admitted again, more than once",
+    "moves.preempted": "a moved workload is also preempted",
+    "moves.no-admission": "a moved workload has no new admission",
+    "moves.cluster-queue": "a moved workload admitted to another ClusterQueue",
+    "moves.not-movable": "the move policy does not let the workload move",
+    "moves.hosts": "from/to are not its hosts before and after",
+    "moves.lost-work": "lostGpuHours is not its GPUs x how long it has run",
+    "moves.budget": "more moves or lost GPU-hours than the budget allows",
+    "moves.unneeded": "with the workload back, every admission still has room",
 }
 """Every rule id the validator reports, with what it means."""
 
@@ -98,13 +110,18 @@ RULE_FAMILIES: tuple[tuple[str, Callable[[Context], list[Violation]]], ...] = (
     ("capacity", capacity.check),
     ("slice", slices.check),
     ("preemption", preemption.check),
+    ("moves", moves.check),
 )
 """Rule families in report order: structure first, then resources, then policy."""
 
 
-def validate(snapshot: Snapshot, plan: Plan) -> list[Violation]:
-    """Every way ``plan`` is infeasible for ``snapshot``; empty when feasible."""
-    ctx = Context(snapshot, plan)
+def validate(
+    snapshot: Snapshot, plan: Plan, rules: MoveRules | None = None
+) -> list[Violation]:
+    """Every way ``plan`` is infeasible for ``snapshot``; empty when feasible.
+    ``rules``: the move policy the plan was made under (its budget and
+    movability rules are then checked too)."""
+    ctx = Context(snapshot, plan, rules)
     out: list[Violation] = []
     for _, check in RULE_FAMILIES:
         out += check(ctx)

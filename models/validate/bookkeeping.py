@@ -42,6 +42,8 @@ def _entries(ctx: Context) -> list[Violation]:
         ("pending", p.workload) for p in ctx.plan.pending
     ]
     for section, key in names:
+        if section == "admissions" and key in ctx.moved:
+            continue  # a move's re-admission: the moves rules own it
         if key not in ctx.snap.workloads:
             out.append(
                 Violation(
@@ -136,6 +138,8 @@ def _queues(ctx: Context) -> list[Violation]:
     out: list[Violation] = []
     for adm in ctx.admitted:
         w = adm.workload
+        if w.key in ctx.moved:
+            continue  # stays in its ClusterQueue: a moves rule
         reason = ctx.snap.blocked_reason(w)
         if reason is not None:
             out.append(

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from placewise.models.cluster import PODS, ClusterQueue, ResourceFlavor
-from placewise.models.plan import Plan, PlanAdmission, PlanPreemption
+from placewise.models.moves import MoveRules
+from placewise.models.plan import Plan, PlanAdmission, PlanMove, PlanPreemption
 from placewise.models.quantity import format_units
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate.domains import DomainIndex
@@ -101,8 +102,12 @@ class Context:
 
     snap: Snapshot
     plan: Plan
+    rules: MoveRules | None = None
+    """The move policy the plan was made under; None: only the opt-in label
+    makes a workload movable and no budget is checked."""
     admitted: list[Admitted] = field(default_factory=list)
-    """First admission of each pending workload, in plan order."""
+    """First admission of each pending workload, in plan order, then the
+    new placements of moved running workloads."""
     victims: dict[str, tuple[Workload, PlanPreemption]] = field(default_factory=dict)
     """Running workloads the plan evicts (first preemption of each)."""
     replaced: dict[str, tuple[Workload, Admitted]] = field(default_factory=dict)
@@ -110,6 +115,11 @@ class Context:
     the elastic slice that replaces it (``PlanAdmission.replaces``, where the
     link holds and the old slice is no victim): their quota and capacity
     pass to that admission, which is no preemption."""
+
+    moved: dict[str, tuple[Workload, PlanMove]] = field(default_factory=dict)
+    """Running workloads the plan moves (first move of each, where it is no
+    victim and the plan admits it again): their old placement is gone and
+    their admission is checked like any other."""
 
     def __post_init__(self) -> None:
         pending = {w.key: w for w in self.snap.pending}
@@ -120,14 +130,24 @@ class Context:
             if w is None or entry.workload in seen:
                 continue
             seen.add(entry.workload)
-            cq = None
-            if self.snap.is_active(entry.cluster_queue):
-                cq = self.snap.cluster_queues[entry.cluster_queue]
-            self.admitted.append(Admitted(entry, w, cq))
+            self.admitted.append(self._admitted(entry, w))
         for pre in self.plan.preemptions:
             victim = running.get(pre.workload)
             if victim is not None and pre.workload not in self.victims:
                 self.victims[pre.workload] = (victim, pre)
+        entries = {a.workload: a for a in reversed(self.plan.admissions)}
+        for move in self.plan.moves:
+            w = running.get(move.workload)
+            again = entries.get(move.workload)
+            if (
+                w is None
+                or again is None
+                or move.workload in self.victims
+                or move.workload in self.moved
+            ):
+                continue  # reported by the moves rules
+            self.moved[move.workload] = (w, move)
+            self.admitted.append(self._admitted(again, w))
         for adm in self.admitted:
             old = self.snap.replaced_slice(adm.workload)
             if (
@@ -138,13 +158,22 @@ class Context:
             ):
                 self.replaced[old.key] = (old, adm)
 
+    def _admitted(self, entry: PlanAdmission, w: Workload) -> Admitted:
+        cq = None
+        if self.snap.is_active(entry.cluster_queue):
+            cq = self.snap.cluster_queues[entry.cluster_queue]
+        return Admitted(entry, w, cq)
+
     @cached_property
     def remaining(self) -> list[Workload]:
-        """Running workloads still holding quota and capacity after the plan."""
+        """Running workloads still holding quota and capacity where they
+        are after the plan (moved ones hold them at their new place)."""
         return [
             w
             for w in self.snap.running
-            if w.key not in self.victims and w.key not in self.replaced
+            if w.key not in self.victims
+            and w.key not in self.replaced
+            and w.key not in self.moved
         ]
 
     @cached_property

@@ -236,9 +236,14 @@ def final_usage(
 
     ``keep_victims`` gives the peak instead: everything a queue holds at
     some point while the plan is carried out.  A replaced workload slice
-    never counts: its successor's admission holds its quota.
+    never counts: its successor's admission holds its quota; nor does a
+    moved workload's old place (it is evicted before it is admitted again).
     """
-    held = [w for w in ctx.snap.running if w.key not in ctx.replaced]
+    held = [
+        w
+        for w in ctx.snap.running
+        if w.key not in ctx.replaced and w.key not in ctx.moved
+    ]
     acc = running_usage(held if keep_victims else ctx.remaining)
     for adm in ctx.admitted:
         if adm.cluster_queue is not None:

@@ -3,7 +3,10 @@
 Each is a real policy that produces a validated Plan from a Snapshot:
 ``kube-default`` (Kueue quota admission, then kube-scheduler's default
 pod-by-pod scoring, no gangs) and ``binpack-gang`` (gang all-or-nothing
-with best-fit binpacking, the Volcano style).  The Kueue-compatible greedy
+with best-fit binpacking, the Volcano style); ``kai-consolidation``
+(binpack-gang plus KAI-Scheduler's consolidation: moves within a budget,
+:mod:`.kai_consolidation`) runs through ``solve`` only, since it needs the
+move policy.  The Kueue-compatible greedy
 (``placewise.solver.greedy``) is the third baseline and lives on its own.
 """
 
@@ -13,6 +16,9 @@ from placewise.solver.baselines.binpack_gang import (
 from placewise.solver.baselines.binpack_gang import run_binpack_gang as run_binpack_gang
 from placewise.solver.baselines.binpack_gang import (
     solve_binpack_gang as solve_binpack_gang,
+)
+from placewise.solver.baselines.kai_consolidation import (
+    solve_kai_consolidation as solve_kai_consolidation,
 )
 from placewise.solver.baselines.kube_default import (
     KubeDefaultScheduler as KubeDefaultScheduler,

@@ -9,7 +9,7 @@ from placewise.models.validate import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE_ID = re.compile(
-    r'"((?:bookkeeping|podsets|eligibility|quota|topology|capacity|slice|preemption)'
+    r'"((?:bookkeeping|podsets|eligibility|quota|topology|capacity|slice|preemption|moves)'
     r'\.[a-z-]+)"'
 )
 
