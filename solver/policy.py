@@ -61,6 +61,11 @@ class Policy:
     """A running workload known to end within this many minutes (Kueue's
     maximum execution time, or its expected duration) is left to finish:
     the optimizer does not preempt it.  Only with a non-zero price."""
+    starvation_minutes: int = 30
+    """A pending workload that has waited this long gets a reservation
+    (:mod:`placewise.solver.reservation`): the room it needs is held
+    against work of its priority or lower until it runs, and backfill goes
+    only where it does not take that room.  0: no reservations (Kueue)."""
 
     @staticmethod
     def from_file(path: str | Path) -> Policy:
@@ -108,6 +113,11 @@ class Policy:
             raise ValueError(f"{at}finish_window_minutes must be an integer")
         if not 0 <= window <= 10**6:
             raise ValueError(f"{at}finish_window_minutes must be in [0, 10^6]")
+        wait = values.get("starvation_minutes", 0)
+        if isinstance(wait, bool) or not isinstance(wait, int):
+            raise ValueError(f"{at}starvation_minutes must be an integer")
+        if not 0 <= wait <= 10**6:
+            raise ValueError(f"{at}starvation_minutes must be in [0, 10^6]")
         return Policy(**values)
 
 

@@ -77,7 +77,7 @@ def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
     if params.solver == "greedy":
         from placewise.solver.greedy import solve_greedy
 
-        return solve_greedy(snapshot, params.cycles)
+        return solve_greedy(snapshot, params.cycles, params.policy)
     if params.solver.startswith("multikueue-"):
         from placewise.solver.greedy.multikueue import solve_multikueue
 
