@@ -65,7 +65,8 @@ class Policy:
     """A pending workload that has waited this long gets a reservation
     (:mod:`placewise.solver.reservation`): the room it needs is held
     against work of its priority or lower until it runs, and backfill goes
-    only where it does not take that room.  0: no reservations (Kueue)."""
+    only where it does not take that room.  0: no reservations, as in
+    Kueue; ``--solver greedy`` (Kueue's cycles) ignores it."""
 
     @staticmethod
     def from_file(path: str | Path) -> Policy:

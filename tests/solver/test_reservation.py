@@ -2,7 +2,8 @@
 
 ``teams.yaml``: four 8-GPU hosts; team-c owns all 32 GPUs.  One 1-GPU job
 runs on every host; ``team-c/big`` (4 pods x 8 GPUs) has waited an hour;
-1-GPU jobs keep arriving behind it.  Kueue admits whatever fits, so every
+1-GPU jobs keep arriving behind it.  Kueue (``--solver greedy``, no
+policy) admits whatever fits, so every
 host that frees up takes a small job and the gang never starts; with a
 reservation the four hosts drain and it starts when the last one is free.
 """
@@ -14,9 +15,9 @@ from typing import Any
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
+from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy
 from placewise.solver.reservation import starving
-from placewise.solver.solve import SolveParams, solve
 from tests.models.test_validate_needed import GPU, team
 from tests.models.validate_builders import load, pod_set, psa, workload
 
@@ -50,7 +51,7 @@ def cluster(*objects: dict[str, Any]) -> Snapshot:
 
 
 def plan_of(snap: Snapshot, pol: Policy) -> Plan:
-    plan = solve(snap, SolveParams(solver="greedy", policy=pol))
+    plan = solve_greedy(snap, policy=pol)
     assert validate(snap, plan) == []
     return plan
 
