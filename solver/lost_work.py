@@ -14,6 +14,12 @@ the known elapsed times (no better guess in the snapshot); with no time
 known at all nothing is priced, so an instance without times solves as
 before.  Work known to end within ``finish_window_minutes`` is left to
 finish (not preemptible in this solve).
+
+Every victim also costs ``reversal_gpus`` GPUs of its tier (issue 19, item
+4): what runs was decided and acted on, and a re-solve must not reverse it
+for a plan that is merely as good — work admitted a second ago has lost
+nothing, so without this an equal plan with a better tie-break would evict
+it, and the next solve could trade it back.
 """
 
 from __future__ import annotations
@@ -76,3 +82,11 @@ def price_units(gpu_seconds: int, per_gpu: int, pol: Policy) -> int:
     priced the same wherever it is compared."""
     price = Fraction(pol.preemption_price).limit_denominator(10**6)
     return -((-per_gpu * price * gpu_seconds) // HOUR)
+
+
+def victim_units(gpu_seconds: int, per_gpu: int, pol: Policy) -> int:
+    """What evicting one running workload costs, in ``1 / per_gpu`` GPU:
+    its lost work (``gpu_seconds``, 0 when unpriced) plus the reversal."""
+    lost = price_units(gpu_seconds, per_gpu, pol) if gpu_seconds > 0 else 0
+    reversal = Fraction(pol.reversal_gpus).limit_denominator(10**6)
+    return lost - ((-per_gpu * reversal) // 1)

@@ -4,7 +4,8 @@ The optimizer maximises, per priority tier from the highest down, the
 accelerators ("GPUs") running after the plan, with other demand (CPU,
 memory, ... in thousandths of the cluster's capacity, at least one unit per
 pod) breaking ties inside a tier, and a victim priced inside its own tier
-by the work it throws away (:mod:`placewise.solver.lost_work`); then fewer
+by the work it throws away plus the reversal of a decision acted on
+(:mod:`placewise.solver.lost_work`); then fewer
 and cheaper preemptions, fewer preferred-level domains, fewer empty hosts
 opened and less borrowing.  The
 ``gpus`` objective folds the tiers into one GPU count so a plan can be held
@@ -61,6 +62,13 @@ class Policy:
     """A running workload known to end within this many minutes (Kueue's
     maximum execution time, or its expected duration) is left to finish:
     the optimizer does not preempt it.  Only with a non-zero price."""
+    reversal_gpus: float = 1.0
+    """GPUs of its own tier that evicting a running workload costs on top
+    of its lost work: running work is a decision already acted on (an
+    admission written, a gang bound), and a re-solve that reverses it must
+    gain more than this.  So of two equally good plans the one acted on
+    stands (no flip-flop), even for work admitted a second ago, whose lost
+    work is nil.  0: only the lost work prices a preemption."""
     starvation_minutes: int = 30
     """A pending workload that has waited this long gets a reservation
     (:mod:`placewise.solver.reservation`): the room it needs is held
@@ -109,6 +117,13 @@ class Policy:
             raise ValueError(f"{at}preemption_price must be in [0, {MAX_PRICE}]")
         if "preemption_price" in values:
             values["preemption_price"] = float(price)
+        rev = values.get("reversal_gpus", 1.0)
+        if isinstance(rev, bool) or not isinstance(rev, int | float):
+            raise ValueError(f"{at}reversal_gpus must be a number")
+        if not 0 <= rev <= MAX_PRICE:
+            raise ValueError(f"{at}reversal_gpus must be in [0, {MAX_PRICE}]")
+        if "reversal_gpus" in values:
+            values["reversal_gpus"] = float(rev)
         window = values.get("finish_window_minutes", 0)
         if isinstance(window, bool) or not isinstance(window, int):
             raise ValueError(f"{at}finish_window_minutes must be an integer")
