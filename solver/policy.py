@@ -68,7 +68,9 @@ class Policy:
     admission written, a gang bound), and a re-solve that reverses it must
     gain more than this.  So of two equally good plans the one acted on
     stands (no flip-flop), even for work admitted a second ago, whose lost
-    work is nil.  0: only the lost work prices a preemption."""
+    work is nil.  Capped at the victim's own GPUs; priced with the lost
+    work (a non-zero price and a clock).  0: only the lost work prices a
+    preemption."""
     starvation_minutes: int = 30
     """A pending workload that has waited this long gets a reservation
     (:mod:`placewise.solver.reservation`): the room it needs is held

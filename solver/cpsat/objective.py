@@ -185,10 +185,9 @@ class Objective:
         costs: dict[str, int] = {}
         cap = weight * (gpus.hi - gpus.lo + 1)
         for vd, x in zip(self.data.victims, self.v.victims, strict=True):
-            lost = self.lost.gpu_seconds.get(vd.info.key, 0)
             if tier is not None and vd.info.priority != tier:
                 continue
-            units = min(victim_units(lost, weight, self.policy), cap)
+            units = min(victim_units(self.lost, vd.info.key, weight, self.policy), cap)
             if units <= 0:
                 continue
             terms.append((-units, x))

@@ -18,7 +18,7 @@ from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
-from placewise.solver.lost_work import victim_units
+from placewise.solver.lost_work import lost_work, victim_units
 from placewise.solver.policy import Policy
 from placewise.solver.solve import SolveParams, solve
 
@@ -113,9 +113,12 @@ def cpsat(snap: Snapshot, policy: Policy) -> Plan:
 
 def test_reversing_costs_whole_gpus_of_the_victims_tier() -> None:
     pol = Policy()
-    assert victim_units(0, 1000, pol) == 1000  # admitted a second ago: 1 GPU
-    assert victim_units(4 * 1800, 1000, pol) == 3000  # + 2 GPU-hours lost
-    assert victim_units(0, 1000, Policy(reversal_gpus=0.0)) == 0
+    lw = lost_work(cluster(), pol)
+    assert lw.timed and lw.gpus == {"default/old": 4, "default/fresh": 4}
+    assert victim_units(lw, "default/fresh", 1000, pol) == 1000  # 1 GPU
+    assert victim_units(lw, "default/old", 1000, pol) == 9000  # + 8 GPU-hours
+    assert victim_units(lw, "default/fresh", 1000, Policy(reversal_gpus=0)) == 0
+    assert victim_units(lw, "default/fresh", 1000, Policy(reversal_gpus=9)) == 4000
 
 
 def test_an_equally_good_plan_does_not_reverse_a_fresh_admission() -> None:
