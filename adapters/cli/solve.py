@@ -11,13 +11,11 @@ from placewise.adapters.cli.common import (
     load,
     positive_float,
     positive_int,
+    read_policy,
     solve_each,
     timestamp,
 )
 from placewise.adapters.io import output
-from placewise.adapters.io.documents import load_one
-from placewise.models.errors import InstanceError, Location, Problem
-from placewise.solver.policy import Policy
 from placewise.solver.solve import SOLVERS
 
 log = logging.getLogger("placewise")
@@ -119,14 +117,7 @@ def register(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.cluster:
         return multicluster.run_solve(args)
-    policy = Policy()
-    if args.policy:
-        raw = load_one(args.policy, "Policy")  # the shared, bounded reader
-        try:
-            policy = Policy.from_mapping(raw)
-        except ValueError as exc:
-            where = Location(file=args.policy, kind="Policy")
-            raise InstanceError([Problem(where, str(exc))]) from None
+    policy = read_policy(args.policy)
     snapshot = load(args.instances, args.now)
     plans = solve_each(snapshot, args, policy)
     if args.compare:

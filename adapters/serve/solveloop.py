@@ -250,6 +250,7 @@ class SolveLoop:
                     solver=solver,
                     time_limit=self.cfg.time_limit,
                     workers=self.cfg.workers,
+                    policy=self.cfg.policy,
                 ),
             )
         except Exception:
