@@ -18,12 +18,29 @@ reservations would split the room the first one is draining.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from placewise.models.snapshot import Snapshot
 from placewise.models.timing import aware
 from placewise.models.workload import Workload
 from placewise.solver.policy import Policy
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Room held for one starving workload, as every solver honours it."""
+
+    workload: str
+    priority: int
+    leaves: frozenset[tuple[str, tuple[str, ...]]]
+    """(TAS flavor, topologyAssignment domain values) of the held hosts."""
+
+    def shuts_out(self, key: str, priority: int) -> bool:
+        """Whether a pending workload may not use the held hosts: everyone of
+        its priority or lower but the workload itself."""
+        return key != self.workload and priority <= self.priority
+
 
 CANDIDATES = 4
 """Starving workloads tried in order; one that cannot fit even on an

@@ -27,7 +27,7 @@ from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.kueue.workload import TasUsage, WlInfo
 from placewise.solver.policy import Policy
-from placewise.solver.reservation import starving, waited_seconds
+from placewise.solver.reservation import Reservation, starving, waited_seconds
 
 if TYPE_CHECKING:
     from placewise.solver.greedy.scheduler import GreedyScheduler
@@ -51,6 +51,13 @@ class Hold:
     @property
     def key(self) -> str:
         return self.info.key
+
+    def reservation(self) -> Reservation:
+        """What other solvers honour of it (the optimizer closes these hosts)."""
+        leaves = frozenset(
+            (t.flavor, tuple(d.values)) for t in self.tas for d in t.assignment.domains
+        )
+        return Reservation(self.key, self.info.priority, leaves)
 
     def show_to(self, sched: GreedyScheduler, other: WlInfo) -> None:
         """Put in the state what ``other`` must see of the hold."""

@@ -37,6 +37,7 @@ from placewise.solver.kueue.fairsharing import Contender, tournament
 from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.workload import TasUsage, WlInfo, admission_frs
 from placewise.solver.policy import Policy
+from placewise.solver.reservation import Reservation
 
 log = logging.getLogger("placewise.greedy")
 
@@ -76,6 +77,8 @@ class Outcome:
     cycles: int = 0
     replaced: dict[str, str] = field(default_factory=dict)
     """admitted elastic slice -> the running slice it replaced."""
+    reservation: Reservation | None = None
+    """The room the run held for a starving workload (:mod:`.reserve`)."""
 
 
 _STARTED = (Status.ASSUMED, Status.PREEMPTING)
@@ -149,6 +152,8 @@ class GreedyScheduler(Nomination):
         seen: dict[int, list[Signature]] = {}
         if self.policy is not None:
             self.reserved = find_hold(self, self.policy)
+            if self.reserved is not None:
+                self.outcome.reservation = self.reserved.reservation()
         while self.outcome.cycles < limit:
             self.outcome.cycles += 1
             if not self.cycle():
