@@ -25,6 +25,7 @@ from placewise.solver.cpsat.objective import Stage, priced_vector
 from placewise.solver.cpsat.plan_io import fallback
 from placewise.solver.cpsat.stages import StageResult, run_stages
 from placewise.solver.cpsat.warmstart import best_fit
+from placewise.solver.greedy.reserve import reservation_of
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 from placewise.solver.kueue.fairsharing import (
     final_state_violations,
@@ -57,6 +58,7 @@ def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelD
             snapshot,
             fixed={a.workload: admitted_info(snapshot, a) for a in keep},
             removed=frozenset(a.replaces for a in keep if a.replaces),
+            reservation=data.reservation,
         )
         data.fixed_admissions = keep
     return data
@@ -124,7 +126,7 @@ def _warm_start(
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
         log.info("cpsat: warm start best-fit (the greedy would not fit the budget)")
         return bfd, {}, None
-    outcome = run_greedy(snapshot)
+    outcome = run_greedy(snapshot, policy=params.policy)  # holds the reservation
     greedy = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
     pol = params.policy
     fair = snapshot.fair_sharing.enable  # Kueue's plan sets the fairness floor
@@ -163,7 +165,9 @@ def _solve_cpsat(
         return _fallback(greedy, start, why)
     given = snapshot
     snapshot = _leave_to_finish(snapshot, params.policy)
-    data = compile_problem(snapshot)
+    data = compile_problem(
+        snapshot, reservation=reservation_of(snapshot, params.policy)
+    )
     warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
     warm = settle_preemptions(snapshot, warm)
     data = _keep_unsupported(snapshot, data, warm)

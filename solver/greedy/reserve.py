@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from placewise.models.snapshot import Snapshot
 from placewise.solver.greedy.flavors import Assignment
 from placewise.solver.greedy.modes import Mode
 from placewise.solver.kueue.quota import FR
@@ -87,6 +88,18 @@ class Hold:
             move = state.add_usage if tas else state.remove_usage
             move(cq, {}, self.tas)
             self.tas_on = tas
+
+
+def reservation_of(snapshot: Snapshot, pol: Policy) -> Reservation | None:
+    """The reservation a greedy run under ``pol`` would hold, for solvers
+    that honour it without running the greedy's cycles (the optimizer's
+    model closes its hosts)."""
+    if not starving(snapshot, pol):
+        return None  # the common case, without building any state
+    from placewise.solver.greedy.scheduler import GreedyScheduler
+
+    hold = find_hold(GreedyScheduler(snapshot, policy=pol), pol)
+    return hold.reservation() if hold is not None else None
 
 
 def find_hold(sched: GreedyScheduler, pol: Policy) -> Hold | None:

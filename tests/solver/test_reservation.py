@@ -18,6 +18,7 @@ from placewise.models.validate import validate
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy
 from placewise.solver.reservation import starving
+from placewise.solver.solve import SolveParams, solve
 from tests.models.test_validate_needed import GPU, team
 from tests.models.validate_builders import load, pod_set, psa, workload
 
@@ -79,8 +80,9 @@ def test_one_snapshot_small_jobs_stay_off_the_reserved_hosts() -> None:
 
 
 def test_backfill_goes_where_the_reservation_does_not_need() -> None:
-    """Two hosts are enough for a 2-pod gang: the least used two are held,
-    the busy ones stay open to small work."""
+    """Two hosts are enough for a 2-pod gang: the least used two (n4 is
+    empty, n1 and n2 run one GPU each: n1 first by name) are held, the
+    others stay open to small work."""
     runs = [running("team-c/r0", "n1"), running("team-c/r1", "n2")]
     runs += [running(f"team-c/x{i}", "n3") for i in range(7)]
     gang = workload(
@@ -96,7 +98,7 @@ def test_backfill_goes_where_the_reservation_does_not_need() -> None:
     topo = a.pod_set_assignments[0].topology_assignment
     assert topo is not None
     hosts = {d.values[-1] for d in topo.domains}
-    assert hosts <= {"n3", "n4"}  # n1 and n2 (one GPU used each) are held
+    assert hosts <= {"n2", "n3"}  # held: n4 (empty) and n1 (one GPU in use)
 
 
 def test_higher_priority_work_ignores_the_reservation() -> None:
@@ -108,7 +110,7 @@ def test_higher_priority_work_ignores_the_reservation() -> None:
     assert admitted(plan) == {"team-c/urgent"}
 
 
-def _replay(pol: Policy, steps: int) -> list[set[str]]:
+def _replay(pol: Policy, steps: int, optimizer: bool = False) -> list[set[str]]:
     """One host's job ends per step and one small job arrives; each plan is
     applied (admitted work runs on the host the plan chose) and the next
     solve starts from the result, as the replay and the sidecar do."""
@@ -123,7 +125,8 @@ def _replay(pol: Policy, steps: int) -> list[set[str]]:
         objects += [small(k, stamp) for k in waiting[: step + 1] if k not in on_host]
         if BIG not in on_host:
             objects.append(big())
-        plan = plan_of(cluster(*objects), pol)
+        snap = cluster(*objects)
+        plan = _cpsat(snap, pol) if optimizer else plan_of(snap, pol)
         history.append(admitted(plan))
         for a in plan.admissions:
             topo = a.pod_set_assignments[0].topology_assignment
@@ -141,3 +144,46 @@ def test_over_time_the_gang_starves_without_and_starts_with_a_reservation() -> N
     held = _replay(Policy(), 4)
     assert [BIG in step for step in held] == [False, False, False, True]
     assert held[-1] == {BIG}
+
+
+def _cpsat(snap: Snapshot, pol: Policy) -> Plan:
+    params = SolveParams(
+        solver="cpsat",
+        time_limit=2.0,
+        workers=1,
+        seed=0,
+        deterministic_time=2.0,
+        policy=pol,
+    )
+    plan = solve(snap, params)
+    assert validate(snap, plan) == []
+    return plan
+
+
+def test_the_optimizer_closes_the_reserved_hosts_to_lower_work() -> None:
+    runs = [running("team-c/r0", "n1"), running("team-c/r1", "n2")]
+    runs += [running(f"team-c/x{i}", "n3") for i in range(7)]
+    gang = workload(
+        BIG,
+        "lq",
+        [pod_set(count=2, requests={GPU: "8"})],
+        created="2025-12-31T23:00:00Z",
+    )
+    smalls = [small(f"team-c/s{i}") for i in range(12)]
+    snap = cluster(*runs, gang, *smalls)
+    free = _cpsat(snap, Policy(starvation_minutes=0))
+    assert len(free.admissions) == 12  # 7 + 7 + 1 + 8 GPUs free: all fit
+    held = _cpsat(snap, Policy())
+    hosts = set()
+    for a in held.admissions:
+        topo = a.pod_set_assignments[0].topology_assignment
+        assert topo is not None
+        hosts |= {d.values[-1] for d in topo.domains}
+    assert hosts == {"n2", "n3"} and len(held.admissions) == 8  # n1, n4 held
+
+
+def test_over_time_the_optimizer_starts_the_gang_as_well() -> None:
+    kueue = _replay(Policy(starvation_minutes=0), 4, optimizer=True)
+    assert all(BIG not in step for step in kueue)
+    held = _replay(Policy(), 4, optimizer=True)
+    assert [BIG in step for step in held] == [False, False, False, True]
