@@ -286,6 +286,10 @@ def _finished(start: _Start, searched: Plan) -> Plan:
     """The searched plan filled with what still fits, its victims settled,
     its pending workloads' reasons said."""
     plan = settle_preemptions(start.snapshot, fill(start.data, searched))
+    # Settling may withdraw admissions that lived on a victim's room: the
+    # leftovers may still hold them elsewhere (fill never preempts, but may
+    # land on room a victim freed, so the result is settled once more).
+    plan = settle_preemptions(start.snapshot, fill(start.data, plan))
     return _with_reasons(plan, explain(start.data, plan))
 
 
