@@ -4,7 +4,8 @@ The optimizer maximises, per priority tier from the highest down, the
 accelerators ("GPUs") running after the plan, with other demand (CPU,
 memory, ... in thousandths of the cluster's capacity, at least one unit per
 pod) breaking ties inside a tier, and a victim priced inside its own tier
-by the work it throws away (:mod:`placewise.solver.lost_work`); then fewer
+by the work it throws away plus the reversal of a decision acted on
+(:mod:`placewise.solver.lost_work`); then fewer
 and cheaper preemptions, fewer preferred-level domains, fewer empty hosts
 opened and less borrowing.  The
 ``gpus`` objective folds the tiers into one GPU count so a plan can be held
@@ -67,6 +68,22 @@ class Policy:
     """The move budget and who may move (:mod:`placewise.solver.move_policy`);
     no budget: no moves."""
 
+    reversal_gpus: float = 1.0
+    """GPUs of its own tier that evicting a running workload costs on top
+    of its lost work: running work is a decision already acted on (an
+    admission written, a gang bound), and a re-solve that reverses it must
+    gain more than this.  So of two equally good plans the one acted on
+    stands (no flip-flop), even for work admitted a second ago, whose lost
+    work is nil.  Capped at the victim's own GPUs; priced with the lost
+    work (a non-zero price and a clock).  0: only the lost work prices a
+    preemption."""
+    starvation_minutes: int = 30
+    """A pending workload that has waited this long gets a reservation
+    (:mod:`placewise.solver.reservation`): the room it needs is held
+    against work of its priority or lower until it runs, and backfill goes
+    only where it does not take that room.  0: no reservations, as in
+    Kueue; ``--solver greedy`` (Kueue's cycles) ignores it."""
+
     @property
     def move_rules(self) -> MoveRules:
         """The move rules, lost work counted in this policy's GPUs."""
@@ -113,6 +130,13 @@ class Policy:
             raise ValueError(f"{at}preemption_price must be in [0, {MAX_PRICE}]")
         if "preemption_price" in values:
             values["preemption_price"] = float(price)
+        rev = values.get("reversal_gpus", 1.0)
+        if isinstance(rev, bool) or not isinstance(rev, int | float):
+            raise ValueError(f"{at}reversal_gpus must be a number")
+        if not 0 <= rev <= MAX_PRICE:
+            raise ValueError(f"{at}reversal_gpus must be in [0, {MAX_PRICE}]")
+        if "reversal_gpus" in values:
+            values["reversal_gpus"] = float(rev)
         window = values.get("finish_window_minutes", 0)
         if isinstance(window, bool) or not isinstance(window, int):
             raise ValueError(f"{at}finish_window_minutes must be an integer")
@@ -120,6 +144,11 @@ class Policy:
             raise ValueError(f"{at}finish_window_minutes must be in [0, 10^6]")
         if "moves" in values:
             values["moves"] = parse_moves(values["moves"])
+        wait = values.get("starvation_minutes", 0)
+        if isinstance(wait, bool) or not isinstance(wait, int):
+            raise ValueError(f"{at}starvation_minutes must be an integer")
+        if not 0 <= wait <= 10**6:
+            raise ValueError(f"{at}starvation_minutes must be in [0, 10^6]")
         return Policy(**values)
 
 

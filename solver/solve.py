@@ -153,7 +153,7 @@ def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
     if params.solver == "greedy":
         from placewise.solver.greedy import solve_greedy
 
-        return solve_greedy(snapshot, params.cycles)
+        return solve_greedy(snapshot, params.cycles)  # Kueue: no reservations
     if params.solver.startswith("multikueue-"):
         from placewise.solver.greedy.multikueue import solve_multikueue
 
@@ -175,7 +175,7 @@ def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
         try:
             return solve_cpsat(snapshot, cpsat)
         except Exception as exc:  # auto's promise: greedy instead of a failure
-            return _greedy_fallback(snapshot, exc, start)
+            return _greedy_fallback(snapshot, exc, start, params.policy)
     if params.solver == "kube-default":
         from placewise.solver.baselines import solve_kube_default
 
@@ -192,7 +192,9 @@ def _solve(snapshot: Snapshot, params: SolveParams) -> Plan:
     raise ValueError(f"unknown solver {params.solver!r}; choose from {SOLVERS}")
 
 
-def _greedy_fallback(snapshot: Snapshot, exc: Exception, start: float) -> Plan:
+def _greedy_fallback(
+    snapshot: Snapshot, exc: Exception, start: float, policy: Policy
+) -> Plan:
     """``auto`` never fails where greedy would not: an optimizer error (a
     bug, or an input the model cannot express) costs optimality, not the plan.
     """
@@ -204,7 +206,7 @@ def _greedy_fallback(snapshot: Snapshot, exc: Exception, start: float) -> Plan:
         type(exc).__name__,
         str(exc)[:200],
     )
-    greedy = solve_greedy(snapshot)  # what cpsat warm-starts from
+    greedy = solve_greedy(snapshot, policy=policy)  # what cpsat warm-starts from
     return fallback(
         greedy, time.perf_counter() - start, why=f"the optimizer failed: {exc}"
     )

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TypeAlias
 
 from placewise.adapters.cli.status import status
+from placewise.adapters.io.documents import load_one
 from placewise.adapters.io.loader import load_snapshot
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.models.moves import MOVABLE_LABEL, misplaced_labels
@@ -134,3 +135,15 @@ def solve_each(
         )
         plans.append(plan)
     return plans
+
+
+def read_policy(path: str | None) -> Policy:
+    """``--policy FILE`` of ``solve`` and ``serve`` (one reader, so both
+    take the same keys); no file: the defaults."""
+    if not path:
+        return Policy()
+    raw = load_one(path, "Policy")  # the shared, bounded reader
+    try:
+        return Policy.from_mapping(raw)
+    except ValueError as exc:
+        raise policy_error(path, exc) from None

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from placewise.adapters.cli.common import Subparsers, positive_float
+from placewise.adapters.cli.common import Subparsers, positive_float, read_policy
 from placewise.adapters.io.documents import read_text
 from placewise.adapters.io.loader import kueue_fair_sharing, load_objects
 from placewise.adapters.serve import multikueue_cli
@@ -249,6 +249,12 @@ def register(subparsers: Subparsers) -> None:
         "(default: %(default)s)",
     )
     p.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="YAML objective policy, as 'placewise solve --policy' (lost-work "
+        "and reversal prices, reservations); every mode solves with it",
+    )
+    p.add_argument(
         "--demo",
         nargs="+",
         metavar="FILE",
@@ -314,6 +320,7 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         )
     if getattr(args, "kueue_config", None):
         extra["kueue_config"] = read_kueue_config(args.kueue_config)
+    extra["policy"] = read_policy(getattr(args, "policy", None))
     return ServeConfig(
         mode=args.mode,
         listen=listen,

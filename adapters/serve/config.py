@@ -9,6 +9,7 @@ from typing import Literal
 
 from placewise.adapters.serve.server import Limits
 from placewise.models.cluster import FairSharing
+from placewise.solver.policy import Policy
 
 Mode = Literal["extender", "binder", "kueue"]
 MODES: tuple[Mode, ...] = ("extender", "binder", "kueue")
@@ -57,6 +58,10 @@ class ServeConfig:
     """auto/cpsat/greedy, as ``placewise solve``."""
     time_limit: float = 10.0
     """Optimizer budget per re-solve; a slow or failed solve falls back to greedy."""
+    policy: Policy = field(default_factory=Policy)
+    """The objective of every re-solve, in every mode: the lost-work and
+    reversal prices (a re-solve reverses a decision acted on only when that
+    pays) and the reservation of a starving workload."""
     solver_grace: float = 5.0
     """A solve not back within 1.5 x time_limit + this is abandoned for greedy
     (model building is outside the optimizer's own time limit)."""

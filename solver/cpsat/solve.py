@@ -44,6 +44,7 @@ from placewise.solver.cpsat.tuning import (
     RESTRICT_TO,
     SLACK,
 )
+from placewise.solver.greedy.reserve import reservation_of
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 from placewise.solver.kueue.fairsharing import (
     final_state_violations,
@@ -68,6 +69,7 @@ def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelD
             snapshot,
             fixed={a.workload: admitted_info(snapshot, a) for a in keep},
             removed=frozenset(a.replaces for a in keep if a.replaces),
+            reservation=data.reservation,
         )
         data.fixed_admissions = keep
     return data
@@ -114,7 +116,7 @@ def _warm_start(
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
         log.info("cpsat: warm start best-fit (the greedy would not fit the budget)")
         return bfd, {}, None
-    outcome = run_greedy(snapshot)
+    outcome = run_greedy(snapshot, policy=params.policy)  # holds the reservation
     greedy = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
     pol = params.policy
     fair = snapshot.fair_sharing.enable  # Kueue's plan sets the fairness floor
@@ -227,7 +229,8 @@ def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start
     fixed at the warm start's decision."""
     given = snapshot
     snapshot = _leave_to_finish(snapshot, params.policy)
-    data = compile_problem(snapshot)
+    held = reservation_of(snapshot, params.policy)  # closed to shut-out work
+    data = compile_problem(snapshot, reservation=held)
     warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
     warm = settle_preemptions(snapshot, warm)
     data = _keep_unsupported(snapshot, data, warm)
@@ -283,6 +286,10 @@ def _finished(start: _Start, searched: Plan) -> Plan:
     """The searched plan filled with what still fits, its victims settled,
     its pending workloads' reasons said."""
     plan = settle_preemptions(start.snapshot, fill(start.data, searched))
+    # Settling may withdraw admissions that lived on a victim's room: the
+    # leftovers may still hold them elsewhere (fill never preempts, but may
+    # land on room a victim freed, so the result is settled once more).
+    plan = settle_preemptions(start.snapshot, fill(start.data, plan))
     return _with_reasons(plan, explain(start.data, plan))
 
 

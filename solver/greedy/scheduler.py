@@ -26,6 +26,7 @@ from placewise.solver.greedy.modes import Mode
 from placewise.solver.greedy.nomination import Nomination
 from placewise.solver.greedy.preemption import Preemptor, Target
 from placewise.solver.greedy.queues import PendingQueue, Requeue
+from placewise.solver.greedy.reserve import Hold, find_hold
 from placewise.solver.greedy.slices import (
     old_slice,
     unsupported,
@@ -35,6 +36,8 @@ from placewise.solver.kueue.afs import AfsLedger, applies
 from placewise.solver.kueue.fairsharing import Contender, tournament
 from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.workload import TasUsage, WlInfo, admission_frs
+from placewise.solver.policy import Policy
+from placewise.solver.reservation import Reservation
 
 log = logging.getLogger("placewise.greedy")
 
@@ -74,6 +77,11 @@ class Outcome:
     cycles: int = 0
     replaced: dict[str, str] = field(default_factory=dict)
     """admitted elastic slice -> the running slice it replaced."""
+    reservation: Reservation | None = None
+    """The room the run held for a starving workload (:mod:`.reserve`)."""
+
+
+_STARTED = (Status.ASSUMED, Status.PREEMPTING)
 
 
 def _classical_key(e: Entry) -> tuple[object, ...]:
@@ -94,8 +102,14 @@ Signature = tuple[
 
 
 class GreedyScheduler(Nomination):
-    def __init__(self, snapshot: Snapshot, hold_room: bool = True) -> None:
+    def __init__(
+        self, snapshot: Snapshot, hold_room: bool = True, policy: Policy | None = None
+    ) -> None:
         self.snapshot = snapshot
+        self.policy = policy
+        """Its ``starvation_minutes`` reserves room (:mod:`.reserve`); None
+        replays Kueue, which reserves nothing."""
+        self.reserved: Hold | None = None
         self.hold_room = hold_room
         """Hold the room of completed evictions for their preemptors (see
         :meth:`_take_hold`); False replays Kueue's own cycles, which may hand
@@ -136,6 +150,10 @@ class GreedyScheduler(Nomination):
     def run(self, max_cycles: int | None = None) -> Outcome:
         limit = max_cycles if max_cycles is not None else 1_000_000
         seen: dict[int, list[Signature]] = {}
+        if self.policy is not None:
+            self.reserved = find_hold(self, self.policy)
+            if self.reserved is not None:
+                self.outcome.reservation = self.reserved.reservation()
         while self.outcome.cycles < limit:
             self.outcome.cycles += 1
             if not self.cycle():
@@ -147,6 +165,9 @@ class GreedyScheduler(Nomination):
                 break
             earlier.append(sig)
         self._explain_unattempted()
+        if self.reserved is not None:
+            self.reserved.release(self)
+            self.reserved.explain(self.outcome.reasons)
         return self.outcome
 
     def _signature(self) -> Signature:
@@ -204,6 +225,8 @@ class GreedyScheduler(Nomination):
                 assignment = held[1]
                 assignment.forced = Mode.FIT
             else:
+                if self.reserved is not None:
+                    self.reserved.show_to(self, info)
                 assignment, targets = self.get_assignments(info)
             old = old_slice(self.snapshot, self.state, info)
             entries.append(
@@ -213,7 +236,13 @@ class GreedyScheduler(Nomination):
         preempted: dict[str, WlInfo] = {}
         ordered = self._fair_order(entries) if self.fair else iter(entries)
         for e in ordered:
+            hold = self.reserved
+            if hold is not None:
+                hold.show_to(self, e.info)
             progress |= self.process(e, preempted)
+            if hold is not None and e.info.key == hold.key and e.status in _STARTED:
+                hold.release(self)  # it runs (or its victims free its room)
+                self.reserved = None
         for e in entries:
             if e.status not in (Status.ASSUMED,):
                 self.outcome.reasons[e.info.key] = e.message or "pending"

@@ -13,14 +13,19 @@ from placewise.models.plan import (
 )
 from placewise.models.snapshot import Snapshot
 from placewise.solver.greedy.scheduler import GreedyScheduler, Outcome
+from placewise.solver.policy import Policy
 from placewise.solver.settle import settle_preemptions
 
 
 def run_greedy(
-    snapshot: Snapshot, cycles: int | None = None, hold_room: bool = True
+    snapshot: Snapshot,
+    cycles: int | None = None,
+    hold_room: bool = True,
+    policy: Policy | None = None,
 ) -> Outcome:
-    """Kueue's cycles until quiescence (or ``cycles`` cycles)."""
-    return GreedyScheduler(snapshot, hold_room).run(cycles)
+    """Kueue's cycles until quiescence (or ``cycles`` cycles); with a
+    ``policy``, a starving workload's room is reserved (:mod:`.reserve`)."""
+    return GreedyScheduler(snapshot, hold_room, policy).run(cycles)
 
 
 def outcome_to_plan(
@@ -52,11 +57,14 @@ def outcome_to_plan(
     )
 
 
-def solve_greedy(snapshot: Snapshot, cycles: int | None = None) -> Plan:
+def solve_greedy(
+    snapshot: Snapshot, cycles: int | None = None, policy: Policy | None = None
+) -> Plan:
     """Kueue's plan, every victim in it needed by its preemptor (the room a
-    run's cycles still hand elsewhere is settled, :mod:`..settle`)."""
+    run's cycles still hand elsewhere is settled, :mod:`..settle`); a
+    ``policy`` adds its reservation for a starving workload."""
     start = time.perf_counter()
-    outcome = run_greedy(snapshot, cycles)
+    outcome = run_greedy(snapshot, cycles, policy=policy)
     plan = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
     plan = settle_preemptions(snapshot, plan)
     wall = time.perf_counter() - start

@@ -25,6 +25,7 @@ from placewise.solver.kueue.eligibility import flavor_rejection, requests_tas
 from placewise.solver.kueue.order import queue_order
 from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.kueue.workload import WlInfo, running_info
+from placewise.solver.reservation import Reservation
 
 if TYPE_CHECKING:
     from placewise.solver.problem.layout import Layout
@@ -145,6 +146,27 @@ class ModelData:
     inadmissible: set[str] = field(default_factory=set)
     """Of ``unsupported``, the workloads Kueue's own rules never admit (no
     flavor covers a resource, or none is eligible): no bound counts them."""
+    reservation: Reservation | None = None
+    """Hosts held for a starving workload (:mod:`placewise.solver.reservation`):
+    the layout closes them to the work it shuts out."""
+
+    def closed_leaves(self) -> frozenset[int]:
+        """The reservation's hosts as leaves (every flavor sharing a node)."""
+        if self.reservation is None:
+            return frozenset()
+        out = set()
+        for flavor, values in self.reservation.leaves:
+            topo = self.topos.get(flavor)
+            leaf = topo.by_value.get(values) if topo is not None else None
+            if leaf is not None:
+                out.add(leaf)
+        return frozenset(out)
+
+    def shut_out(self, wl: int) -> bool:
+        """Whether workload ``wl`` may not use the reserved hosts."""
+        wd = self.workloads[wl]
+        r = self.reservation
+        return r is not None and r.shuts_out(wd.key, wd.info.priority)
 
 
 SLICE = (
@@ -429,13 +451,16 @@ def compile_problem(
     free: Iterable[Workload] | None = None,
     fixed: dict[str, WlInfo] | None = None,
     removed: frozenset[str] = frozenset(),
+    reservation: Reservation | None = None,
 ) -> ModelData:
     """:func:`compile_data` plus the aggregated placement; workloads whose
-    topology request the placement cannot express are left out (with why)."""
+    topology request the placement cannot express are left out (with why).
+    A ``reservation``'s hosts are closed to the work it shuts out."""
     from placewise.solver.problem.layout import build_layout
     from placewise.solver.problem.pairs import add_pairs
 
     data = compile_data(snap, free, fixed, removed)
+    data.reservation = reservation
     add_pairs(data)
     layout = build_layout(data)
     if layout.unsupported:
@@ -444,6 +469,7 @@ def compile_problem(
             for p, why in layout.unsupported.items()
         }
         data = compile_data(snap, free, fixed, removed, exclude=bad)
+        data.reservation = reservation
         add_pairs(data)
         layout = build_layout(data)
     data.layout = layout

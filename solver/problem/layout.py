@@ -52,6 +52,9 @@ PATTERN_CAP = 48
 GPU families need at most a dozen (5 shapes on an 8-GPU host)."""
 Paths = dict[str, tuple[str, ...]]
 Domain = tuple[str, tuple[str, ...]]
+Eligibility = tuple[PodPlacement, bool]
+"""A pod's node eligibility and whether a reservation shuts it out: one
+mask (a shape signature) per distinct pair."""
 """(flavor, path from the top level down); the flavor's root is (f, ())."""
 
 
@@ -186,17 +189,23 @@ def _unit_and_depth(
 
 
 def _signature_masks(
-    data: ModelData, flavor: str, placements: list[PodPlacement]
+    data: ModelData, flavor: str, placements: list[Eligibility]
 ) -> list[IntArray]:
-    """Per placement, which leaves of ``flavor`` it may use (1) or not (0)."""
+    """Per placement, which leaves of ``flavor`` it may use (1) or not (0):
+    its node eligibility, and for work a reservation shuts out, none of the
+    reserved hosts."""
     topo = data.topos[flavor]
     fl = data.snapshot.flavors[flavor]
+    closed = data.closed_leaves()
     out = []
-    for placement in placements:
+    for placement, shut in placements:
         tolerations = placement.tolerations + fl.tolerations
         ok = []
         for leaf in topo.leaves:
             lf = data.leaves[leaf]
+            if shut and leaf in closed:
+                ok.append(0)
+                continue
             if not topo.hostname or lf.node is None:
                 ok.append(1)
                 continue
@@ -218,7 +227,7 @@ def build_layout(data: ModelData) -> Layout:
     shape_of: dict[tuple[str, int, tuple[tuple[str, int], ...]], int] = {}
     specs: list[Spec] = []
     layout = Layout(shapes, specs, [], {}, release)
-    placements: dict[str, list[PodPlacement]] = defaultdict(list)
+    placements: dict[str, list[Eligibility]] = defaultdict(list)
     group_level: dict[tuple[int, str], str] = {}
     for pd in data.pod_sets:
         t = pd.ps.topology
@@ -241,9 +250,10 @@ def build_layout(data: ModelData) -> Layout:
                 layout.unsupported[pd.idx] = got
                 break
             unit, depth, required, preferred, slices = got
-            if pd.ps.placement not in placements[f]:
-                placements[f].append(pd.ps.placement)
-            sig = placements[f].index(pd.ps.placement)
+            eligible = (pd.ps.placement, data.shut_out(pd.wl))
+            if eligible not in placements[f]:
+                placements[f].append(eligible)
+            sig = placements[f].index(eligible)
             request = {r: q * unit for r, q in pd.ps.requests.items() if q > 0}
             request[PODS] = unit
             key = (f, sig, tuple(sorted(request.items())))

@@ -20,11 +20,11 @@ from placewise.solver.problem.data import ModelData
 
 
 def unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
-    """The same solve without the lost-work price (GPU stages as before)."""
+    """The same solve without a victim's price (GPU stages as before)."""
     det = params.deterministic_time
     return replace(
         params,
-        policy=replace(params.policy, preemption_price=0.0),
+        policy=replace(params.policy, preemption_price=0.0, reversal_gpus=0.0),
         deterministic_time=None if det is None else det * share,
     )
 

@@ -24,7 +24,7 @@ from placewise.solver.cpsat.model.afs import afs_terms
 from placewise.solver.cpsat.model.constraints import Constraints
 from placewise.solver.cpsat.model.fairness import largest_share
 from placewise.solver.cpsat.model.variables import Derive, Variables
-from placewise.solver.lost_work import lost_work, price_units
+from placewise.solver.lost_work import lost_work, victim_units
 from placewise.solver.policy import (
     Policy,
     accelerators,
@@ -185,10 +185,11 @@ class Objective:
         costs: dict[str, int] = {}
         cap = weight * (gpus.hi - gpus.lo + 1)
         for vd, x in zip(self.data.victims, self.v.victims, strict=True):
-            lost = self.lost.gpu_seconds.get(vd.info.key, 0)
-            if lost <= 0 or (tier is not None and vd.info.priority != tier):
+            if tier is not None and vd.info.priority != tier:
                 continue
-            units = min(price_units(lost, weight, self.policy), cap)
+            units = min(victim_units(self.lost, vd.info.key, weight, self.policy), cap)
+            if units <= 0:
+                continue
             terms.append((-units, x))
             costs[vd.info.key] = units
         return terms, -sum(costs.values()), costs
