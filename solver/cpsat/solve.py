@@ -281,13 +281,19 @@ def _large(
 ) -> Plan:
     """Beyond LARGE_CELLS the full model would not build and search within
     the budget: the warm start, filled with what still fits, is the plan,
-    and the relaxed model proves each tier's bound."""
+    and the configuration LP over host classes (:mod:`placewise.solver.bound.tiers`)
+    proves each tier's bound."""
     plan = fill(data, warm)
     plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
     deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
-    tiers, total_bound = relaxed_tiers(
-        snapshot, data, _unpriced(params), plan, deadline
-    )
+    # Imported here: solver.bound builds on this package (its LP is this
+    # model's rows), so a module-level import would be circular.
+    from placewise.solver.bound.tiers import class_tiers
+
+    got = class_tiers(snapshot, data, _unpriced(params), plan, deadline)
+    if got is None:  # an LP did not finish: the relaxed model's ceiling
+        got = relaxed_tiers(snapshot, data, _unpriced(params), plan, deadline)
+    tiers, total_bound = got
     wall = time.perf_counter() - start
     return plan.model_copy(
         update={
