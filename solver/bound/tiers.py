@@ -11,6 +11,7 @@ HiGHS child each.
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from dataclasses import replace
 
 import numpy as np
@@ -27,9 +28,11 @@ from placewise.solver.cpsat.ceiling import outside_gpus
 from placewise.solver.cpsat.model import CPModel, CpSatParams
 from placewise.solver.cpsat.objective import Stage
 from placewise.solver.highs import Arrays, Running
-from placewise.solver.policy import tier_figures
+from placewise.solver.policy import Policy, accelerators, tier_figures
 from placewise.solver.problem.data import ModelData
 
+INFEASIBLE = "Infeasible"
+"""HiGHS's status text for an LP without a feasible point."""
 HOLD_SLACK = 0.5
 """A tier above is held at the plan's GPUs less this: GPUs are whole, so no
 plan is cut off, and the LP is not made infeasible by rounding."""
@@ -59,6 +62,99 @@ def _hold(arrays: Arrays, held: list[tuple[Stage, int]]) -> Arrays:
     )
 
 
+class ClassBound:
+    """The host-class LP of one compiled problem, built once; per-tier bounds
+    for any plan of it.  Build it before the layout is restricted (a
+    restricted layout is no longer a relaxation)."""
+
+    def __init__(self, data: ModelData, params: CpSatParams) -> None:
+        """``params`` must be unpriced: only the stages' GPU terms are read."""
+        self.data = data
+        self.policy = params.policy
+        model = CPModel(data, params, "classes")
+        self.arrays = class_lp(model)
+        self.stages = [s for s in model.stages if s.gpus]
+
+    def _inside(self, snapshot: Snapshot, plan: Plan) -> dict[int, int]:
+        """Per tier, GPUs after the plan less what it admits that the model
+        leaves out: what the model's own rows can hold the tier at."""
+        pol = self.policy
+        gpus = {f.priority: f.gpus for f in tier_figures(snapshot, plan, pol)}
+        modelled = {wd.key for wd in self.data.workloads}
+        outside = {a.workload for a in plan.admissions} - modelled
+        taken = _gpus_by_tier(snapshot, outside, pol)
+        return {t: g - taken.get(t, 0) for t, g in gpus.items()}
+
+    def tiers(
+        self, snapshot: Snapshot, plan: Plan, deadline: float
+    ) -> tuple[tuple[TierResult, ...], int | None] | None:
+        """(per tier: GPUs after the plan and the proven bound; the bound on
+        the total under the ``gpus`` objective), or None when an LP did not
+        finish by ``deadline`` (the caller keeps a cheaper bound)."""
+        pol = self.policy
+        figures = tier_figures(snapshot, plan, pol)
+        empty = Plan(solver=SolverInfo(name="", status="FEASIBLE"))
+        running = {f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)}
+        extra = outside_gpus(self.data, plan, pol)
+        inside = self._inside(snapshot, plan)
+        runs: list[Running] = []
+        for k, stage in enumerate(self.stages):
+            above = [
+                (st, inside[st.tier] - running[st.tier])
+                for st in self.stages[:k]
+                if st.tier is not None
+            ]
+            lp = _hold(with_objective(self.arrays, stage), above)
+            left = max(deadline - time.perf_counter(), 0.5)
+            runs.append(Running(lp, left, False))
+        bounds: dict[int | None, int] = {}
+        try:
+            for stage, run in zip(self.stages, runs, strict=True):
+                got = run.result(max(deadline - time.perf_counter(), 0.0) + 1.0)
+                if got is not None and got.bound is None and got.status == INFEASIBLE:
+                    # The tiers above cannot be held (a plan outside the
+                    # model's rules): the tier's bound over every plan.
+                    left = max(deadline - time.perf_counter(), 0.5)
+                    alone = Running(with_objective(self.arrays, stage), left, False)
+                    got = alone.result(left + 1.0)
+                    alone.stop()
+                if got is None or got.bound is None:
+                    return None
+                delta = floor_bound(got.bound)
+                if stage.tier is None:
+                    total = sum(running.values()) + sum(extra.values())
+                    bounds[None] = total + delta
+                else:
+                    bounds[stage.tier] = running[stage.tier] + delta + extra[stage.tier]
+        finally:
+            for run in runs:
+                run.stop()
+        if pol.objective == "gpus":
+            tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
+            return tiers, bounds.get(None)
+        return (
+            tuple(
+                TierResult(
+                    priority=f.priority,
+                    gpus=f.gpus,
+                    bound=bounds.get(f.priority, f.gpus),
+                )
+                for f in figures
+            ),
+            None,
+        )
+
+
+def _gpus_by_tier(snapshot: Snapshot, keys: set[str], pol: Policy) -> dict[int, int]:
+    out: dict[int, int] = defaultdict(int)
+    for key in keys:
+        w = snapshot.workloads[key]
+        out[w.priority] += sum(
+            ps.count * accelerators(ps.requests, pol) for ps in w.pod_sets
+        )
+    return out
+
+
 def class_tiers(
     snapshot: Snapshot,
     data: ModelData,
@@ -66,53 +162,27 @@ def class_tiers(
     plan: Plan,
     deadline: float,
 ) -> tuple[tuple[TierResult, ...], int | None] | None:
-    """(per tier: GPUs after the plan and the proven bound; the bound on the
-    total under the ``gpus`` objective), or None when an LP did not finish
-    by ``deadline`` (the caller falls back to a cheaper bound).  ``params``
-    must be unpriced: only the stages' GPU terms are read."""
-    pol = params.policy
-    model = CPModel(data, params, "classes")
-    arrays = class_lp(model)
-    figures = tier_figures(snapshot, plan, pol)
-    empty = Plan(solver=SolverInfo(name="", status="FEASIBLE"))
-    running = {f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)}
-    extra = outside_gpus(data, plan, pol)
-    gpus = {f.priority: f.gpus for f in figures}
-    stages = [s for s in model.stages if s.gpus]
-    runs: list[Running] = []
-    for k, stage in enumerate(stages):
-        above = [
-            (st, gpus[st.tier] - running[st.tier])
-            for st in stages[:k]
-            if st.tier is not None
-        ]
-        lp = _hold(with_objective(arrays, stage), above)
-        runs.append(Running(lp, max(deadline - time.perf_counter(), 0.5), False))
-    bounds: dict[int | None, int] = {}
-    try:
-        for stage, run in zip(stages, runs, strict=True):
-            got = run.result(max(deadline - time.perf_counter(), 0.0) + 1.0)
-            if got is None or got.bound is None:
-                return None
-            delta = floor_bound(got.bound)
-            if stage.tier is None:
-                bounds[None] = sum(running.values()) + delta + sum(extra.values())
-            else:
-                bounds[stage.tier] = running[stage.tier] + delta + extra[stage.tier]
-    finally:
-        for run in runs:
-            run.stop()
-    if pol.objective == "gpus":
-        tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
-        return tiers, bounds.get(None)
+    """:class:`ClassBound`'s per-tier bounds, built and solved at once."""
+    return ClassBound(data, params).tiers(snapshot, plan, deadline)
+
+
+def tighter(
+    tiers: tuple[TierResult, ...],
+    total: int | None,
+    other: tuple[tuple[TierResult, ...], int | None] | None,
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """Each tier's (and the total's) smaller bound of two valid ones."""
+    if other is None:
+        return tiers, total
+    theirs = {t.priority: t.bound for t in other[0]}
+
+    def least(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else min(a, b)
+
     return (
         tuple(
-            TierResult(
-                priority=f.priority,
-                gpus=f.gpus,
-                bound=bounds.get(f.priority, f.gpus),
-            )
-            for f in figures
+            t.model_copy(update={"bound": least(t.bound, theirs.get(t.priority))})
+            for t in tiers
         ),
-        None,
+        least(total, other[1]),
     )

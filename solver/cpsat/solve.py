@@ -41,6 +41,9 @@ log = logging.getLogger("placewise.cpsat")
 RELAXED_SHARE = 0.1
 """Share of the time limit kept, when a restricted model's victims are
 priced, for the unpriced relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
+CLASS_SHARE = 0.1
+"""Of the time limit, what a restricted model's search leaves to the
+host-class LP's per-tier bounds (:mod:`placewise.solver.bound.tiers`)."""
 MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the warm start is returned)."""
 MARGIN = 0.5
@@ -174,7 +177,13 @@ def _solve_cpsat(
     if data.layout.cells > LARGE_CELLS:
         return _large(snapshot, data, params, warm, reasons, start)
     restricted = data.layout.cells > RESTRICT_CELLS
+    classes = None
     if restricted:
+        # Imported here: solver.bound builds on this package.  Built before
+        # the layout is restricted, so its LP stays a relaxation.
+        from placewise.solver.bound.tiers import ClassBound
+
+        classes = ClassBound(data, _unpriced(params))
         keep = plan_domains(data, data.layout, warm.admissions)
         restrict(data, data.layout, keep, RESTRICT_TO)
     model = CPModel(data, params)
@@ -209,6 +218,7 @@ def _solve_cpsat(
     # model after the search (the full model's stages bound their own GPUs).
     priced = restricted and any(st.costs for st in model.stages)
     deadline = end - (RELAXED_SHARE * params.time_limit if priced else 0.0)
+    deadline -= CLASS_SHARE * params.time_limit if restricted else 0.0
     relaxed = CPModel(data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
@@ -249,6 +259,12 @@ def _solve_cpsat(
     if priced:
         tiers, total_bound = _gpu_bounds(
             snapshot, data, params, plan, end, model.stages, tiers
+        )
+    if classes is not None:
+        from placewise.solver.bound.tiers import tighter
+
+        tiers, total_bound = tighter(
+            tiers, total_bound, classes.tiers(snapshot, plan, end)
         )
     if kueue is not None and snapshot is not given:
         # The warm start left work about to finish alone; Kueue does not.
