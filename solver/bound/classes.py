@@ -315,7 +315,12 @@ def gpu_terms(stage: Stage) -> tuple[IntArray, FloatArray]:
     preempted), without the weights and prices of its objective."""
     cols = np.asarray([x.index for _c, x in stage.gpus], dtype=np.int64)
     coefs = np.asarray([float(c) for c, _x in stage.gpus])
-    return cols, coefs
+    # A workload's pod sets share its admit variable: one entry per column
+    # (HiGHS loops on a row that names a column twice).
+    unique, where = np.unique(cols, return_inverse=True)
+    summed = np.zeros(unique.size)
+    np.add.at(summed, where, coefs)
+    return unique, summed
 
 
 def with_objective(arrays: Arrays, stage: Stage) -> Arrays:
