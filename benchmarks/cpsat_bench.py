@@ -21,55 +21,14 @@ scale-300,scale-1000 --seeds 1 --runs 3
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from placewise.adapters.generate import family, generate, write
-
-CHILD = """
-import json, resource, sys, time
-from placewise.adapters.io.loader import load_snapshot
-from placewise.models.validate import validate
-from placewise.solver.bound import gpus_after
-from placewise.solver.policy import Policy, tier_figures
-from placewise.solver.solve import SolveParams, solve
-snap = load_snapshot([sys.argv[1]])
-pol = Policy(objective=sys.argv[5])
-t = time.perf_counter()
-plan = solve(snap, SolveParams(solver=sys.argv[2], time_limit=float(sys.argv[3]),
-                               workers=int(sys.argv[4]), policy=pol,
-                               seed=int(sys.argv[6])))
-wall = time.perf_counter() - t
-print(json.dumps({
-    "wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    "gpus_after": gpus_after(snap, plan), "status": plan.solver.status,
-    "violations": len(validate(snap, plan)), "preempted": len(plan.preemptions),
-    "tiers": [f.gpus for f in tier_figures(snap, plan, pol)],
-    "bounds": [t.bound for t in plan.solver.tiers],
-    "bound": plan.solver.bound,
-}))
-"""
-
-BOUND = """
-import json, sys
-from placewise.adapters.io.loader import load_snapshot
-from placewise.solver.bound import lp_bound
-b = lp_bound(load_snapshot([sys.argv[1]]))
-print(json.dumps({"bound": b.value, "method": b.method}))
-"""
-
-
-def run(code: str, *args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], check=True, capture_output=True, text=True
-    ).stdout
-    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    return result
+from placewise.benchmarks.child import run
 
 
 def gap(got: float, bound: float | None) -> str:
@@ -115,18 +74,18 @@ def main(argv: list[str] | None = None) -> int:
             for seed in (int(s) for s in args.seeds.split(",")):
                 path = Path(tmp) / f"{fam}-{seed}.json"
                 write(generate(family(fam), seed), path, "json")
-                greedy = run(CHILD, str(path), "greedy", limit, workers, "tiers", "0")
+                greedy = run("solve", str(path), "greedy", limit, workers, "tiers", "0")
                 tiered = [
-                    run(CHILD, str(path), "cpsat", limit, workers, "tiers", str(r))
+                    run("solve", str(path), "cpsat", limit, workers, "tiers", str(r))
                     for r in range(args.runs)
                 ]
                 total = [
-                    run(CHILD, str(path), "cpsat", limit, workers, "gpus", str(r))
+                    run("solve", str(path), "cpsat", limit, workers, "gpus", str(r))
                     for r in range(args.runs)
                 ]
                 lp = "-"
                 if not args.no_lp:
-                    got = run(BOUND, str(path))
+                    got = run("bound", str(path))
                     lp = f"{got['bound']:.0f} ({got['method']})"
                 t, g = median_run(tiered), median_run(total, total=True)
                 walls = [r["wall"] for r in tiered]

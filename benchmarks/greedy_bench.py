@@ -19,30 +19,13 @@ hosts").
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from placewise.adapters.generate import family, generate, write
-
-CHILD = """
-import json, resource, sys, time
-from placewise.adapters.io.loader import load_snapshot
-from placewise.models.validate import validate
-from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
-snap = load_snapshot([sys.argv[1]])
-t, c = time.perf_counter(), time.process_time()
-outcome = run_greedy(snap)
-wall, cpu = time.perf_counter() - t, time.process_time() - c
-plan = outcome_to_plan(snap, outcome, "greedy", wall)
-print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": resource.getrusage(
-    resource.RUSAGE_SELF).ru_maxrss / 1024, "cycles": outcome.cycles,
-    "admitted": len(plan.admissions), "preempted": len(plan.preemptions),
-    "pending": len(plan.pending), "violations": len(validate(snap, plan))}))
-"""
+from placewise.benchmarks.child import run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,13 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         write(generate(family(args.family), args.seed), path, "json")
         runs = []
         for _ in range(args.runs):
-            out = subprocess.run(
-                [sys.executable, "-c", CHILD, str(path)],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
+            runs.append(run("greedy", str(path)))
     r = runs[0]
     print(
         f"{args.family} seed {args.seed}: {r['cycles']} cycles, {r['admitted']} "

@@ -20,37 +20,19 @@ see benchmarks/README.md ("Kueue's greedy and the loader at 10,000 hosts").
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from placewise.adapters.generate import family, generate, write
-
-CHILD = """
-import json, resource, sys, time
-t = time.perf_counter()
-from placewise.adapters.io.loader import load_snapshot
-snap = load_snapshot([sys.argv[1]])
-wall = time.perf_counter() - t
-print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(
-    resource.RUSAGE_SELF).ru_maxrss / 1024, "nodes": len(snap.nodes),
-    "pods": len(snap.pods), "workloads": len(snap.workloads)}))
-"""
+from placewise.benchmarks.child import run
 
 
 def measure(path: Path, runs: int) -> dict[str, float]:
     results = []
     for _ in range(runs):
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(path)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        results.append(json.loads(out))
+        results.append(run("load", str(path)))
     return {
         "wall_median_s": statistics.median(r["wall"] for r in results),
         "wall_min_s": min(r["wall"] for r in results),

@@ -14,13 +14,13 @@ it would admit a workload in every worker that has room.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, PlanPending
 from placewise.models.validate import validate
+from placewise.solver.budget import Budget
 from placewise.solver.greedy.multikueue import solve_multikueue
 from placewise.solver.policy import primary_vector
 
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("placewise.multicluster")
 REPAIR_ROUNDS = 6
-MARGIN = 0.5
-"""Seconds of the budget kept for the optimizer's overshoot and read-back."""
 
 
 def best_baseline(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
@@ -85,15 +83,15 @@ def repaired(snapshot: MultiSnapshot, plan: Plan) -> list[Plan]:
 def solve_dispatch(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
     """``cpsat``/``auto`` on a multi-cluster instance."""
     from placewise.solver.cpsat import solve_cpsat
-    from placewise.solver.cpsat.plan_io import fallback
+    from placewise.solver.cpsat.decode.plan_io import fallback
 
-    start = time.perf_counter()
+    limit = Budget.of(params.time_limit)
     warm = best_baseline(snapshot, params)
     hints = repaired(snapshot, warm)
     # The optimizer overshoots its own limit by up to its read-back; keep
     # that inside the caller's budget too.
-    spent = time.perf_counter() - start + min(MARGIN, 0.05 * params.time_limit)
-    cpsat = replace(params.for_cpsat(), time_limit=max(params.time_limit - spent, 0.01))
+    left = limit.less_margin().remaining()
+    cpsat = replace(params.for_cpsat(), time_limit=max(left, 0.01))
     try:
         plan = solve_cpsat(snapshot, cpsat, warm=warm, hints=hints)
     except Exception as exc:
@@ -105,11 +103,9 @@ def solve_dispatch(snapshot: MultiSnapshot, params: SolveParams) -> Plan:
             str(exc)[:200],
             warm.solver.name,
         )
-        return fallback(warm, time.perf_counter() - start)
+        return fallback(warm, limit.spent())
     return plan.model_copy(
         update={
-            "solver": plan.solver.model_copy(
-                update={"wall_seconds": time.perf_counter() - start}
-            )
+            "solver": plan.solver.model_copy(update={"wall_seconds": limit.spent()})
         }
     )

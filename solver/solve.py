@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan
@@ -45,6 +45,19 @@ class SolveParams:
     """A deterministic work budget (CP-SAT's max_deterministic_time): with a
     fixed seed and worker count the plan is reproducible."""
     policy: Policy = field(default_factory=Policy)
+
+    @classmethod
+    def of(cls, settings: object, **given: Any) -> SolveParams:
+        """From any settings naming these fields (the CLI's arguments, the
+        sidecar's configuration): the fields it has, then ``given``.  One
+        place maps settings to a solve, so a new field reaches every caller
+        that names it."""
+        got = {
+            f.name: getattr(settings, f.name)
+            for f in fields(cls)
+            if hasattr(settings, f.name)
+        }
+        return cls(**(got | given))
 
     def for_cpsat(self) -> CpSatParams:
         """The optimizer's share of these settings (same field names)."""
@@ -115,7 +128,7 @@ def _greedy_fallback(snapshot: Snapshot, exc: Exception, start: float) -> Plan:
     """``auto`` never fails where greedy would not: an optimizer error (a
     bug, or an input the model cannot express) costs optimality, not the plan.
     """
-    from placewise.solver.cpsat.plan_io import fallback
+    from placewise.solver.cpsat.decode.plan_io import fallback
     from placewise.solver.greedy import solve_greedy
 
     log.warning(

@@ -75,15 +75,7 @@ def solve_each(
         with status(f"solving with {name}"):
             plan = solve(
                 snapshot,
-                SolveParams(
-                    solver=name,
-                    cycles=args.cycles,
-                    time_limit=args.time_limit,
-                    workers=args.workers,
-                    seed=args.seed,
-                    deterministic_time=args.deterministic_time,
-                    policy=policy,
-                ),
+                SolveParams.of(args, solver=name, policy=policy),
             )
         log.info(
             "%s: %d admitted, %d preempted, %d pending in %.3fs",

@@ -274,11 +274,7 @@ class Dispatcher:
             fed = federation_from_raws(manager, workers, allowed=allowed)
         plan = solve(
             fed.snapshot,
-            SolveParams(
-                solver=self.cfg.solver,
-                time_limit=self.cfg.time_limit,
-                workers=self.cfg.workers,
-            ),
+            SolveParams.of(self.cfg),
         )
         self.solves += 1
         self.last = (fed, plan)

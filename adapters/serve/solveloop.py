@@ -246,11 +246,7 @@ class SolveLoop:
         try:
             return solve(
                 snap,
-                SolveParams(
-                    solver=solver,
-                    time_limit=self.cfg.time_limit,
-                    workers=self.cfg.workers,
-                ),
+                SolveParams.of(self.cfg, solver=solver),
             )
         except Exception:
             result = "error"

@@ -15,7 +15,7 @@ columns instead of 610,000.
 What the LP keeps, per its rows:
 
 * admission, flavors, quota on the cohort tree and who may preempt whom:
-  the relaxed model's rows (:class:`~placewise.solver.cpsat.model.CPModel`
+  the relaxed model's rows (:class:`~placewise.solver.cpsat.model.cpmodel.CPModel`
   in ``relaxed`` mode, exported), one home for those rules;
 * supply: hosts of a class using each packing pattern (Gilmore-Gomory), or,
   on hosts where victims may leave, units per shape within the free
@@ -37,9 +37,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.export import export
 from placewise.solver.highs import Arrays, FloatArray, IntArray
 from placewise.solver.problem.data import ModelData
 from placewise.solver.problem.layout import HostClass, Layout, linear_cap

@@ -11,10 +11,10 @@ from typing import Literal
 from placewise.models.snapshot import Snapshot
 from placewise.solver.bound.classes import class_lp, floor_bound, with_objective
 from placewise.solver.bound.figures import running_gpus
-from placewise.solver.cpsat.constraints import Mode
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.model import CPModel, CpSatParams
-from placewise.solver.cpsat.solve import LARGE_CELLS
+from placewise.solver.cpsat.model.constraints import Mode
+from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
+from placewise.solver.cpsat.search.export import export
+from placewise.solver.cpsat.tuning import LARGE_CELLS
 from placewise.solver.highs import Arrays, run_highs, run_pulp
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.policy import Policy

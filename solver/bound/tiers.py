@@ -10,7 +10,6 @@ HiGHS child each.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from dataclasses import replace
 
@@ -24,9 +23,10 @@ from placewise.solver.bound.classes import (
     gpu_terms,
     with_objective,
 )
-from placewise.solver.cpsat.ceiling import outside_gpus
-from placewise.solver.cpsat.model import CPModel, CpSatParams
-from placewise.solver.cpsat.objective import Stage
+from placewise.solver.budget import Budget
+from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.ceiling import outside_gpus
 from placewise.solver.highs import Arrays, Running
 from placewise.solver.policy import Policy, accelerators, tier_figures
 from placewise.solver.problem.data import ModelData
@@ -86,11 +86,11 @@ class ClassBound:
         return {t: g - taken.get(t, 0) for t, g in gpus.items()}
 
     def tiers(
-        self, snapshot: Snapshot, plan: Plan, deadline: float
+        self, snapshot: Snapshot, plan: Plan, budget: Budget
     ) -> tuple[tuple[TierResult, ...], int | None] | None:
         """(per tier: GPUs after the plan and the proven bound; the bound on
         the total under the ``gpus`` objective), or None when an LP did not
-        finish by ``deadline`` (the caller keeps a cheaper bound)."""
+        finish within ``budget`` (the caller keeps a cheaper bound)."""
         pol = self.policy
         figures = tier_figures(snapshot, plan, pol)
         empty = Plan(solver=SolverInfo(name="", status="FEASIBLE"))
@@ -105,16 +105,16 @@ class ClassBound:
                 if st.tier is not None
             ]
             lp = _hold(with_objective(self.arrays, stage), above)
-            left = max(deadline - time.perf_counter(), 0.5)
+            left = max(budget.remaining(), 0.5)
             runs.append(Running(lp, left, False))
         bounds: dict[int | None, int] = {}
         try:
             for stage, run in zip(self.stages, runs, strict=True):
-                got = run.result(max(deadline - time.perf_counter(), 0.0) + 1.0)
+                got = run.result(budget.remaining() + 1.0)
                 if got is not None and got.bound is None and got.status == INFEASIBLE:
                     # The tiers above cannot be held (a plan outside the
                     # model's rules): the tier's bound over every plan.
-                    left = max(deadline - time.perf_counter(), 0.5)
+                    left = max(budget.remaining(), 0.5)
                     alone = Running(with_objective(self.arrays, stage), left, False)
                     got = alone.result(left + 1.0)
                     alone.stop()
@@ -160,10 +160,10 @@ def class_tiers(
     data: ModelData,
     params: CpSatParams,
     plan: Plan,
-    deadline: float,
+    budget: Budget,
 ) -> tuple[tuple[TierResult, ...], int | None] | None:
     """:class:`ClassBound`'s per-tier bounds, built and solved at once."""
-    return ClassBound(data, params).tiers(snapshot, plan, deadline)
+    return ClassBound(data, params).tiers(snapshot, plan, budget)
 
 
 def tighter(

@@ -9,45 +9,58 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot, build_snapshot
-from placewise.solver.cpsat.ceiling import outside_gpus, relaxed_tiers
-from placewise.solver.cpsat.fairness import SCALE, SLACK
-from placewise.solver.cpsat.finish import explain, fill
-from placewise.solver.cpsat.model import CPModel, CpSatParams
-from placewise.solver.cpsat.objective import Stage, priced_vector
-from placewise.solver.cpsat.plan_io import fallback
-from placewise.solver.cpsat.stages import StageResult, run_stages
-from placewise.solver.cpsat.warmstart import best_fit
+from placewise.solver.budget import Budget
+from placewise.solver.cpsat.decode.finish import explain, fill
+from placewise.solver.cpsat.decode.plan_io import fallback
+from placewise.solver.cpsat.decode.report import (
+    allow_outside,
+    gpu_bounds,
+    tier_report,
+    unpriced,
+    with_greedy,
+)
+from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
+from placewise.solver.cpsat.model.fairness import SCALE
+from placewise.solver.cpsat.model.objective import Stage, priced_vector
+from placewise.solver.cpsat.search.ceiling import relaxed_tiers
+from placewise.solver.cpsat.search.stages import run_stages
+from placewise.solver.cpsat.search.warmstart import best_fit
+from placewise.solver.cpsat.tuning import (
+    CLASS_SHARE,
+    GREEDY_SECONDS_PER_CELL,
+    GREEDY_SHARE,
+    LARGE_CELLS,
+    MIN_BUDGET,
+    RACE_VARIABLES,
+    RELAXED_SHARE,
+    RESTRICT_CELLS,
+    RESTRICT_TO,
+    SLACK,
+)
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
 from placewise.solver.kueue.fairsharing import (
     final_state_violations,
     largest_weighted_share,
 )
 from placewise.solver.lost_work import lost_work
-from placewise.solver.policy import Policy, primary_vector, tier_figures
+from placewise.solver.policy import Policy, primary_vector
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
-from placewise.solver.problem.layout import plan_domains, restrict
+from placewise.solver.problem.layout import Layout, plan_domains, restrict
 from placewise.solver.settle import settle_preemptions
 
-log = logging.getLogger("placewise.cpsat")
+if TYPE_CHECKING:
+    from placewise.solver.bound.tiers import ClassBound
 
-RELAXED_SHARE = 0.1
-"""Share of the time limit kept, when a restricted model's victims are
-priced, for the unpriced relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
-CLASS_SHARE = 0.1
-"""Of the time limit, what a restricted model's search leaves to the
-host-class LP's per-tier bounds (:mod:`placewise.solver.bound.tiers`)."""
-MIN_BUDGET = 0.5
-"""Seconds below which CP-SAT is not started (the warm start is returned)."""
-MARGIN = 0.5
-"""Seconds kept under --time-limit for CP-SAT's overshoot and the read-back."""
+log = logging.getLogger("placewise.cpsat")
 
 
 def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelData:
@@ -87,30 +100,9 @@ def saturated(snapshot: Snapshot) -> bool:
     return any(v > INT64_MAX for v in quotas) or any(v > INT64_MAX for v in usage)
 
 
-def _fallback(warm: Plan, start: float, why: str) -> Plan:
+def _fallback(warm: Plan, limit: Budget, why: str) -> Plan:
     log.warning("cpsat: %s; returning the warm start (%s)", why, warm.solver.name)
-    return fallback(warm, time.perf_counter() - start, why=why)
-
-
-GREEDY_SECONDS_PER_CELL = 2e-6
-"""Kueue greedy wall time per pending workload x node, measured on 2 cores
-(scale-10000: 2,000 x 10,000 cells in 18-24 s; scale-1000 in 0.4 s)."""
-GREEDY_SHARE = 0.5
-"""The greedy warm start runs when it is predicted to take at most this
-share of the time limit (Kueue's plan is then the floor); the best-fit warm
-start always runs."""
-RESTRICT_CELLS = 40_000
-"""Candidate (pod set, domain) cells above which each pod set keeps only its
-roomiest domains (plus its warm start's): the model must build in seconds."""
-RESTRICT_TO = 8
-LARGE_CELLS = 200_000
-"""Candidate cells beyond which even the restricted model does not pay for
-itself within a 10 s budget (10,000 hosts: 610k cells; building, hinting and
-searching it left no time to improve anything)."""
-RACE_VARIABLES = 10_000
-"""Models up to this size also run HiGHS's MIP beside CP-SAT on each GPU
-stage (it proves the bound CP-SAT's search alone does not reach); beyond it
-the MIP would not get past its root within the budget."""
+    return fallback(warm, limit.spent(), why=why)
 
 
 def _warm_start(
@@ -153,93 +145,186 @@ def solve_cpsat(
     return settle_preemptions(snapshot, plan)
 
 
+@dataclass(frozen=True, slots=True)
+class _Start:
+    """What the search starts from and is held to."""
+
+    given: Snapshot
+    """The caller's snapshot (Kueue's greedy is reported on it)."""
+    snapshot: Snapshot
+    """The snapshot as the model sees it (work about to finish left alone)."""
+    data: ModelData
+    layout: Layout
+    """``data.layout``, which :func:`compile_problem` sets."""
+    warm: Plan
+    """The warm start: the floor of the result, and the search's first hint."""
+    reasons: dict[str, str]
+    """Pending reasons of the warm start."""
+    kueue: Plan | None
+    """Kueue's greedy plan, when it ran."""
+
+
 def _solve_cpsat(
     snapshot: Snapshot,
     params: CpSatParams,
     warm: Plan | None,
     hints: Sequence[Plan],
 ) -> Plan:
-    start = time.perf_counter()
+    """The pipeline the package overview describes: start, build, search,
+    decode, accept, report; each early return is the warm start (FALLBACK)."""
+    limit = Budget.of(params.time_limit)
     if saturated(snapshot):
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
-        return _fallback(greedy, start, why)
-    given = snapshot
-    snapshot = _leave_to_finish(snapshot, params.policy)
-    data = compile_problem(snapshot)
-    warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
-    warm = settle_preemptions(snapshot, warm)
-    data = _keep_unsupported(snapshot, data, warm)
-    if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
-        return _fallback(warm, start, "the warm start used the time limit")
-    assert data.layout is not None
-    log.info("cpsat: compiled and warm-started in %.1fs", time.perf_counter() - start)
-    if data.layout.cells > LARGE_CELLS:
-        return _large(snapshot, data, params, warm, reasons, start)
-    restricted = data.layout.cells > RESTRICT_CELLS
-    classes = None
-    if restricted:
-        # Imported here: solver.bound builds on this package.  Built before
-        # the layout is restricted, so its LP stays a relaxation.
-        from placewise.solver.bound.tiers import ClassBound
-
-        classes = ClassBound(data, _unpriced(params))
-        keep = plan_domains(data, data.layout, warm.admissions)
-        restrict(data, data.layout, keep, RESTRICT_TO)
-    model = CPModel(data, params)
-    log.info(
-        "cpsat: model of %d variables built at %.1fs",
-        model.size,
-        time.perf_counter() - start,
-    )
-    log.debug(
-        "cpsat: %d constraints, %d stages, %d cells",
-        len(model.model.Proto().constraints),
-        len(model.stages),
-        data.layout.cells,
-    )
-    if params.time_limit - (time.perf_counter() - start) < MIN_BUDGET:
-        return _fallback(warm, start, "building the model used the time limit")
-    hint = model.hint(warm)
-    for other in hints:
-        hint = hint if hint is not None else model.hint(other)
-    if hint is None:
-        log.warning("cpsat: the warm start is not representable; cold start")
-    log.info("cpsat: hint ready at %.1fs", time.perf_counter() - start)
-    share = model.objective.largest_share
-    floor = largest_weighted_share(snapshot, warm) if share is not None else None
-    if share is not None and floor is not None:
-        # Fair sharing on: never less fair than Kueue's own plan (the warm
-        # start), whatever the tiers gain; the acceptance test below checks
-        # the exact shares, this row keeps the search away from worse ones.
-        model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
-    end = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
+        return _fallback(greedy, limit, why)
+    start = _start(snapshot, params, warm)
+    if limit.remaining() < MIN_BUDGET:
+        return _fallback(start.warm, limit, "the warm start used the time limit")
+    log.info("cpsat: compiled and warm-started in %.1fs", limit.spent())
+    if start.layout.cells > LARGE_CELLS:
+        return _large(start, params, limit)
+    classes = _class_bound(start, params)
+    model, restricted = _build(start, params, limit)
+    if limit.remaining() < MIN_BUDGET:
+        return _fallback(start.warm, limit, "building the model used the time limit")
+    hint = _hint(model, start.warm, hints)
+    log.info("cpsat: hint ready at %.1fs", limit.spent())
+    floor = _fairness_floor(start, model)
+    end = limit.less_margin()
     # A restricted model's priced tiers are bounded on the unpriced relaxed
     # model after the search (the full model's stages bound their own GPUs).
     priced = restricted and any(st.costs for st in model.stages)
-    deadline = end - (RELAXED_SHARE * params.time_limit if priced else 0.0)
-    deadline -= CLASS_SHARE * params.time_limit if restricted else 0.0
-    relaxed = CPModel(data, params, "relaxed") if restricted else None
+    search = end.short_of(RELAXED_SHARE * limit.seconds) if priced else end
+    if classes is not None:
+        search = search.short_of(CLASS_SHARE * limit.seconds)
+    relaxed = CPModel(start.data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
         model,
         hint,
-        deadline,
+        search,
         relaxed,
         progress=log.info,
         race=race,
         lns=params.deterministic_time is None and not race,
     )
     if values is None:
-        return _fallback(warm, start, "no solution within the time limit")
-    searched = model.plan(values, reasons)
-    plan = settle_preemptions(snapshot, fill(data, searched))
-    plan = _with_reasons(plan, explain(data, plan))
+        return _fallback(start.warm, limit, "no solution within the time limit")
+    searched = model.plan(values, start.reasons)
+    plan = _finished(start, searched)
+    refused = _refused(start, plan, model.stages, floor, params.policy)
+    if refused is not None:
+        return _fallback(start.warm, limit, refused)
+    done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
     pol = params.policy
-    if _worse(snapshot, plan, warm, model.stages, pol):
-        return _fallback(warm, start, "the search ended below the warm start")
+    tiers, total_bound = tier_report(
+        start.snapshot, searched, plan, values, results, pol, restricted
+    )
+    tiers, total_bound = allow_outside(start.data, plan, pol, tiers, total_bound)
+    if priced:
+        tiers, total_bound = gpu_bounds(
+            start.snapshot, start.data, params, plan, end, model.stages, tiers
+        )
+    if classes is not None:
+        from placewise.solver.bound.tiers import tighter
+
+        theirs = classes.tiers(start.snapshot, plan, end)
+        tiers, total_bound = tighter(tiers, total_bound, theirs)
+    tiers = with_greedy(start.given, tiers, _kueue(start), pol)
+    return _solved(plan, "OPTIMAL" if done else "FEASIBLE", limit, tiers, total_bound)
+
+
+def _class_bound(start: _Start, params: CpSatParams) -> ClassBound | None:
+    """Beyond RESTRICT_CELLS the model's stages prove nothing about the full
+    problem: the host-class LP bounds its tiers after the search.  Built
+    before the layout is restricted (it must stay a relaxation)."""
+    if start.layout.cells <= RESTRICT_CELLS:
+        return None
+    # Imported here: solver.bound builds on this package (its LP is this
+    # model's rows), so a module-level import would be circular.
+    from placewise.solver.bound.tiers import ClassBound
+
+    return ClassBound(start.data, unpriced(params))
+
+
+def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start:
+    """Work about to finish left to finish, the problem compiled once, the
+    warm start chosen and settled, the workloads the model cannot express
+    fixed at the warm start's decision."""
+    given = snapshot
+    snapshot = _leave_to_finish(snapshot, params.policy)
+    data = compile_problem(snapshot)
+    warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
+    warm = settle_preemptions(snapshot, warm)
+    data = _keep_unsupported(snapshot, data, warm)
+    assert data.layout is not None
+    return _Start(given, snapshot, data, data.layout, warm, reasons, kueue)
+
+
+def _build(start: _Start, params: CpSatParams, limit: Budget) -> tuple[CPModel, bool]:
+    """The CP model; beyond RESTRICT_CELLS on each pod set's roomiest
+    domains only (then ``True``: its stages prove nothing about the full
+    problem)."""
+    data = start.data
+    restricted = start.layout.cells > RESTRICT_CELLS
+    if restricted:
+        keep = plan_domains(data, start.layout, start.warm.admissions)
+        restrict(data, start.layout, keep, RESTRICT_TO)
+    model = CPModel(data, params)
+    log.info("cpsat: model of %d variables built at %.1fs", model.size, limit.spent())
+    log.debug(
+        "cpsat: %d constraints, %d stages, %d cells",
+        len(model.model.Proto().constraints),
+        len(model.stages),
+        start.layout.cells,
+    )
+    return model, restricted
+
+
+def _hint(model: CPModel, warm: Plan, hints: Sequence[Plan]) -> dict[int, int] | None:
+    """The warm start as values of the model, else the first of ``hints``
+    that is a plan of the model (else a cold start)."""
+    hint = model.hint(warm)
+    for other in hints:
+        hint = hint if hint is not None else model.hint(other)
+    if hint is None:
+        log.warning("cpsat: the warm start is not representable; cold start")
+    return hint
+
+
+def _fairness_floor(start: _Start, model: CPModel) -> Fraction | None:
+    """Fair sharing on: never less fair than Kueue's own plan (the warm
+    start), whatever the tiers gain; the acceptance (:func:`_refused`) checks
+    the exact shares, this row keeps the search away from worse ones."""
+    share = model.objective.largest_share
+    if share is None:
+        return None
+    floor = largest_weighted_share(start.snapshot, start.warm)
+    if floor is not None:
+        model.model.add(share <= math.ceil(floor * SCALE) + SLACK)
+    return floor
+
+
+def _finished(start: _Start, searched: Plan) -> Plan:
+    """The searched plan filled with what still fits, its victims settled,
+    its pending workloads' reasons said."""
+    plan = settle_preemptions(start.snapshot, fill(start.data, searched))
+    return _with_reasons(plan, explain(start.data, plan))
+
+
+def _refused(
+    start: _Start,
+    plan: Plan,
+    stages: list[Stage],
+    floor: Fraction | None,
+    pol: Policy,
+) -> str | None:
+    """Why the plan is not accepted over the warm start (None: accepted)."""
+    snapshot, warm = start.snapshot, start.warm
+    if _worse(snapshot, plan, warm, stages, pol):
+        return "the search ended below the warm start"
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:
-        return _fallback(warm, start, "the plan shares the cohort less fairly")
+        return "the plan shares the cohort less fairly"
     # -- interim guard (issue 11), until the model encodes fair sharing: a
     # plan whose evictions Kueue's fair-sharing preemption would refuse is
     # replaced by the warm start.  That one is clean either way: best-fit
@@ -249,74 +334,33 @@ def _solve_cpsat(
     if snapshot.fair_sharing.enable:
         unfair = final_state_violations(snapshot, plan)
         if unfair:
-            return _fallback(warm, start, "fair sharing refuses " + unfair[0])
+            return "fair sharing refuses " + unfair[0]
     # -- end of interim guard
-    done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
-    tiers, total_bound = _report(
-        snapshot, searched, plan, values, results, pol, restricted
-    )
-    tiers, total_bound = _allow_outside(data, plan, pol, tiers, total_bound)
-    if priced:
-        tiers, total_bound = _gpu_bounds(
-            snapshot, data, params, plan, end, model.stages, tiers
-        )
-    if classes is not None:
-        from placewise.solver.bound.tiers import tighter
+    return None
 
-        tiers, total_bound = tighter(
-            tiers, total_bound, classes.tiers(snapshot, plan, end)
-        )
-    if kueue is not None and snapshot is not given:
+
+def _kueue(start: _Start) -> Plan | None:
+    """Kueue's greedy plan on the caller's snapshot, when it ran."""
+    if start.kueue is not None and start.snapshot is not start.given:
         # The warm start left work about to finish alone; Kueue does not.
-        kueue = outcome_to_plan(given, run_greedy(given), "greedy", 0.0)
-    tiers = _with_greedy(given, tiers, kueue, pol)
-    wall = time.perf_counter() - start
-    total = sum(t.gpus for t in tiers)
-    return plan.model_copy(
-        update={
-            "solver": plan.solver.model_copy(
-                update={
-                    "status": "OPTIMAL" if done else "FEASIBLE",
-                    "wall_seconds": wall,
-                    "objective": float(total),
-                    "bound": None if total_bound is None else float(total_bound),
-                    "tiers": tiers,
-                }
-            )
-        }
-    )
+        return outcome_to_plan(start.given, run_greedy(start.given), "greedy", 0.0)
+    return start.kueue
 
 
-def _large(
-    snapshot: Snapshot,
-    data: ModelData,
-    params: CpSatParams,
-    warm: Plan,
-    reasons: dict[str, str],
-    start: float,
+def _solved(
+    plan: Plan,
+    status: str,
+    limit: Budget,
+    tiers: tuple[TierResult, ...],
+    total_bound: int | None,
 ) -> Plan:
-    """Beyond LARGE_CELLS the full model would not build and search within
-    the budget: the warm start, filled with what still fits, is the plan,
-    and the configuration LP over host classes (:mod:`placewise.solver.bound.tiers`)
-    proves each tier's bound."""
-    plan = fill(data, warm)
-    plan = _with_reasons(plan, {**reasons, **explain(data, plan)})
-    deadline = start + params.time_limit - min(MARGIN, 0.1 * params.time_limit)
-    # Imported here: solver.bound builds on this package (its LP is this
-    # model's rows), so a module-level import would be circular.
-    from placewise.solver.bound.tiers import class_tiers
-
-    got = class_tiers(snapshot, data, _unpriced(params), plan, deadline)
-    if got is None:  # an LP did not finish: the relaxed model's ceiling
-        got = relaxed_tiers(snapshot, data, _unpriced(params), plan, deadline)
-    tiers, total_bound = got
-    wall = time.perf_counter() - start
+    """The plan with its solver report: status, wall time, GPUs per tier."""
     return plan.model_copy(
         update={
             "solver": SolverInfo(
                 name="cpsat",
-                status="FEASIBLE",
-                wall_seconds=wall,
+                status=status,
+                wall_seconds=limit.spent(),
                 objective=float(sum(t.gpus for t in tiers)),
                 bound=None if total_bound is None else float(total_bound),
                 tiers=tiers,
@@ -325,46 +369,22 @@ def _large(
     )
 
 
-def _unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
-    """The same solve without the lost-work price (GPU stages as before)."""
-    det = params.deterministic_time
-    return replace(
-        params,
-        policy=replace(params.policy, preemption_price=0.0),
-        deterministic_time=None if det is None else det * share,
-    )
+def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
+    """Beyond LARGE_CELLS the full model would not build and search within
+    the budget: the warm start, filled with what still fits, is the plan,
+    and the host-class LP (:mod:`placewise.solver.bound.tiers`) proves each
+    tier's bound — the relaxed model's if an LP does not finish in time."""
+    from placewise.solver.bound.tiers import class_tiers  # see _class_bound
 
-
-def _gpu_bounds(
-    snapshot: Snapshot,
-    data: ModelData,
-    params: CpSatParams,
-    plan: Plan,
-    end: float,
-    stages: list[Stage],
-    tiers: tuple[TierResult, ...],
-) -> tuple[tuple[TierResult, ...], int | None]:
-    """Per-tier bounds on GPUs of a restricted model whose stages were
-    priced.  A priced stage's bound bounds GPUs less the victims' price, not
-    GPUs: from the first priced tier down, the *unpriced* relaxed model,
-    each tier above held at the plan's GPUs, bounds every plan the validator
-    accepts (that leaves work about to finish alone), as for large models
-    (:mod:`.ceiling`).  The tiers above it keep their bounds."""
-    gpu_stages = [st for st in stages if st.gpus]
-    first = next(k for k, st in enumerate(gpu_stages) if st.costs)
-    keep = frozenset(st.tier for st in gpu_stages[:first] if st.tier is not None)
-    flat = _unpriced(params, RELAXED_SHARE)
-    theirs, total = relaxed_tiers(snapshot, data, flat, plan, end, keep)
-    bound = {t.priority: t.bound for t in theirs}
-    return (
-        tuple(
-            t
-            if t.priority in keep
-            else t.model_copy(update={"bound": bound[t.priority]})
-            for t in tiers
-        ),
-        total,
-    )
+    data = start.data
+    plan = fill(data, start.warm)
+    plan = _with_reasons(plan, {**start.reasons, **explain(data, plan)})
+    flat = unpriced(params)
+    got = class_tiers(start.snapshot, data, flat, plan, limit.less_margin())
+    if got is None:
+        got = relaxed_tiers(start.snapshot, data, flat, plan, limit.less_margin())
+    tiers, total_bound = got
+    return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
 
 
 def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
@@ -404,76 +424,3 @@ def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:
         for p in plan.pending
     )
     return plan.model_copy(update={"pending": pending})
-
-
-def _allow_outside(
-    data: ModelData,
-    plan: Plan,
-    pol: Policy,
-    tiers: tuple[TierResult, ...],
-    total: int | None,
-) -> tuple[tuple[TierResult, ...], int | None]:
-    """Bounds must allow for some plan admitting the pending workloads the
-    model leaves out (it cannot express them): their GPUs count whole."""
-    extra = outside_gpus(data, plan, pol)
-    if not extra:
-        return tiers, total
-    widened = tuple(
-        t.model_copy(update={"bound": t.bound + extra.get(t.priority, 0)})
-        if t.bound is not None
-        else t
-        for t in tiers
-    )
-    return widened, None if total is None else total + sum(extra.values())
-
-
-def _with_greedy(
-    snapshot: Snapshot, tiers: tuple[TierResult, ...], greedy: Plan | None, pol: Policy
-) -> tuple[TierResult, ...]:
-    """Each tier's figure for Kueue's greedy plan, when it ran."""
-    if greedy is None:
-        return tiers
-    theirs = {f.priority: f.gpus for f in tier_figures(snapshot, greedy, pol)}
-    return tuple(t.model_copy(update={"greedy": theirs.get(t.priority)}) for t in tiers)
-
-
-def _report(
-    snapshot: Snapshot,
-    searched: Plan,
-    plan: Plan,
-    values: dict[int, int],
-    results: list[StageResult],
-    pol: Policy,
-    restricted: bool,
-) -> tuple[tuple[TierResult, ...], int | None]:
-    """Per tier, GPUs running after the plan and the proven bound on them;
-    and a bound on the total when the objective is GPUs alone.  Bounds are
-    measured from the searched plan (``values``); ``plan`` may have more
-    admitted since (:func:`fill`), never beyond them.  A restricted model
-    proves nothing about the full problem: only ceilings are reported."""
-    figures = tier_figures(snapshot, plan, pol)
-    before = {f.priority: f.gpus for f in tier_figures(snapshot, searched, pol)}
-    slack: dict[int | None, int] = {}
-    for r in results:
-        st = r.stage
-        if not st.gpus:
-            continue
-        got = sum(c * values[x.index] for c, x in st.gpus)
-        proven = [r.relaxed_bound] if restricted else [r.bound, r.relaxed_bound]
-        bound = min((b for b in proven if b is not None), default=st.hi)
-        delta = st.gpu_bound(bound)
-        if r.gpu_bound is not None and not restricted:
-            delta = min(delta, r.gpu_bound)  # priced: the unpriced bound
-        slack[st.tier] = max(0, delta - got)
-    if pol.objective == "gpus":
-        tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
-        return tiers, sum(before.values()) + slack.get(None, 0)
-    tiers = tuple(
-        TierResult(
-            priority=f.priority,
-            gpus=f.gpus,
-            bound=before[f.priority] + slack.get(f.priority, 0),
-        )
-        for f in figures
-    )
-    return tiers, None

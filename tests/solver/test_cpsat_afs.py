@@ -1,4 +1,4 @@
-"""The optimizer's admission-fair-sharing tie-break (``solver/cpsat/afs.py``).
+"""The optimizer's admission-fair-sharing tie-break (``solver/cpsat/model/afs.py``).
 
 Tiny instances: one ClusterQueue, two LocalQueues, room for one job.  With
 the usage-based mode the low-usage LocalQueue's job is admitted (as the
@@ -10,7 +10,7 @@ from __future__ import annotations
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat import CpSatParams
-from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.problem.data import compile_problem

@@ -16,7 +16,7 @@ from placewise.adapters.io.loader import load_snapshot
 from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
-from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.problem.data import compile_problem
 from tests.solver.exhaustive import demand_vector

@@ -12,7 +12,7 @@ from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat import CpSatParams
 from placewise.solver.cpsat import solve as cpsat_solve
-from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.problem.data import compile_problem

@@ -9,10 +9,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from placewise.adapters.io.loader import load_snapshot
-from placewise.solver.cpsat.model import CpSatParams
-from placewise.solver.cpsat.objective import Stage
+from placewise.solver.cpsat.model.cpmodel import CpSatParams
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.stages import StageResult, raw_line, stage_line
 from placewise.solver.cpsat.solve import solve_cpsat
-from placewise.solver.cpsat.stages import StageResult, raw_line, stage_line
 
 ROOT = Path(__file__).resolve().parents[2]
 WEIGHT = 1000

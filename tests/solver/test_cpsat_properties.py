@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, Phase, assume, given, note, settings
 from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
-from placewise.solver.cpsat.model import CPModel
+from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.problem.data import compile_problem
 from tests.solver.exhaustive import (

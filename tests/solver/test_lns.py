@@ -1,4 +1,4 @@
-"""The rack search (solver/cpsat/lns.py): every round's result is a complete
+"""The rack search (solver/cpsat/search/lns.py): every round's result is a complete
 assignment of the full model, never below where it started, and a solve
 that uses it (models above RACE_VARIABLES) still gives a validator-clean plan
 no worse than the greedy."""
@@ -6,7 +6,6 @@ no worse than the greedy."""
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
 
@@ -15,13 +14,14 @@ from placewise.adapters.generate import dumps, family, generate
 from placewise.adapters.io.loader import snapshot_from_text
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
+from placewise.solver.budget import Budget
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.lns import Neighbourhoods, RackSearch, neighbourhoods
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
-from placewise.solver.cpsat.race import Proofs
-from placewise.solver.cpsat.stages import StageResult, proved_later, solve_stage
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.export import export
+from placewise.solver.cpsat.search.lns import Neighbourhoods, RackSearch, neighbourhoods
+from placewise.solver.cpsat.search.race import Proofs
+from placewise.solver.cpsat.search.stages import StageResult, proved_later, solve_stage
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.highs import run_highs
 from placewise.solver.policy import Policy, primary_vector
@@ -61,7 +61,7 @@ def test_rounds_keep_the_model_satisfied_and_never_lose_ground() -> None:
     model, start, hoods, stage = _gpus_stage(1)
     assert len(hoods.domains) >= 6
     search = RackSearch(model, hoods, seed=0)
-    search.start(stage, start, time.perf_counter() + 1.5, threads=2)
+    search.start(stage, start, Budget.of(1.5), threads=2)
     search.wait()
     found = search.result()
     assert found is not None and search.rounds > 0
@@ -91,7 +91,7 @@ def test_the_search_ends_at_a_proven_bound() -> None:
     model, start, hoods, stage = _gpus_stage(1)
     search = RackSearch(model, hoods, seed=0)
     search.settle_at(stage.value(start))
-    search.start(stage, start, time.perf_counter() + 5.0, threads=2)
+    search.start(stage, start, Budget.of(5.0), threads=2)
     search.wait()
     assert search.result() == start and search.rounds == 0
 
@@ -104,7 +104,7 @@ def test_the_lp_beside_the_search_bounds_the_stage() -> None:
     lp = run_highs(export(model.model, objective, None))
     assert lp.bound is not None
     search = RackSearch(model, hoods, seed=0)
-    _, found, bound = solve_stage(model, stage, start, 2.0, None, lns=search)
+    _, found, bound = solve_stage(model, stage, start, Budget.of(2.0), None, lns=search)
     assert found is not None and model.satisfies(found)
     assert bound is not None and stage.value(found) <= bound <= lp.bound + 1e-6
 
@@ -117,7 +117,7 @@ def test_the_prover_beside_the_search_never_bounds_below_the_optimum(
     proves on the same rows, and at least the plan's value."""
     model, start, hoods, stage = _gpus_stage(2)
     search = RackSearch(model, hoods, seed=0)
-    _, found, bound = solve_stage(model, stage, start, 2.0, None, lns=search)
+    _, found, bound = solve_stage(model, stage, start, Budget.of(2.0), None, lns=search)
     assert found is not None and model.satisfies(found)
     assert bound is not None and bound >= optimum >= stage.value(found)
 
@@ -126,10 +126,10 @@ def test_a_prover_outliving_its_stage_still_bounds_it(optimum: int) -> None:
     """The last GPU stage's prover keeps proving after the stage (while the
     tie-breaks run): the bound read then is still at least the optimum."""
     model, start, hoods, stage = _gpus_stage(2)
-    proofs = Proofs(until=time.perf_counter() + 30.0)
+    proofs = Proofs(Budget.of(30.0))
     search = RackSearch(model, hoods, seed=0)
     kind, found, _ = solve_stage(
-        model, stage, start, 0.01, None, lns=search, proofs=proofs
+        model, stage, start, Budget.of(0.01), None, lns=search, proofs=proofs
     )
     assert found is not None and [p.stage for p in proofs.running] == [stage]
     proofs.running[0].done.wait(20.0)

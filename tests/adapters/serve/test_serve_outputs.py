@@ -15,7 +15,7 @@ from placewise.adapters.serve import solveloop
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.metrics import Metrics
 from placewise.models.plan import Plan, SolverInfo
-from placewise.solver.cpsat.plan_io import fallback
+from placewise.solver.cpsat.decode.plan_io import fallback
 from tests.adapters.serve.conftest import serve_config
 
 

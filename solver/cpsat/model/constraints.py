@@ -17,8 +17,8 @@ from ortools.sat.python import cp_model
 
 from placewise.models.cluster import PODS
 from placewise.models.quantity import UNLIMITED
-from placewise.solver.cpsat.placement import Placement
-from placewise.solver.cpsat.variables import Derive, Variables
+from placewise.solver.cpsat.model.placement import Placement
+from placewise.solver.cpsat.model.variables import Derive, Variables
 from placewise.solver.kueue.quota import FR, QuotaNode
 from placewise.solver.problem.data import ModelData
 from placewise.solver.problem.pairs import Pair

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from placewise.models.plan import Plan
-from placewise.solver.cpsat.constraints import Constraints, Mode
-from placewise.solver.cpsat.objective import Objective, Stage
-from placewise.solver.cpsat.plan_io import decisions_from_plan, plan_from_values
-from placewise.solver.cpsat.variables import Variables
+from placewise.solver.cpsat.decode.plan_io import decisions_from_plan, plan_from_values
+from placewise.solver.cpsat.model.constraints import Constraints, Mode
+from placewise.solver.cpsat.model.objective import Objective, Stage
+from placewise.solver.cpsat.model.variables import Variables
 from placewise.solver.policy import Policy
 from placewise.solver.problem.data import ModelData
 

@@ -19,13 +19,13 @@ import numpy as np
 
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.models.quantity import format_units
-from placewise.solver.cpsat.warmstart import (
-    MAX_COMBINATIONS,
+from placewise.solver.cpsat.search.warmstart import (
     Leaves,
     admit,
     choose,
     group_usage,
 )
+from placewise.solver.cpsat.tuning import MAX_COMBINATIONS
 from placewise.solver.kueue.order import queue_order
 from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.problem.data import ModelData, PodSetData, WorkloadData

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from placewise.models.plan import Plan
-from placewise.solver.cpsat.placement import Placement
+from placewise.solver.cpsat.model.placement import Placement
 
 Values = Mapping[int, int]
 

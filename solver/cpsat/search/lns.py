@@ -18,27 +18,24 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
+from placewise.solver.budget import Budget
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.tuning import (
+    DOMAINS_PER_ROUND,
+    LNS_FLOOR_SECONDS,
+    MIN_DOMAINS,
+    ROUND_SECONDS,
+)
 
 Path = tuple[str, ...]
 log = logging.getLogger("placewise.cpsat")
-
-ROUND_SECONDS = 0.25
-"""Wall time of one sub-solve: long enough to repack a few racks."""
-DOMAINS_PER_ROUND = 8
-"""Domains a round frees: at 4 most sub-solves were proven in 0.03 s (scale-1000,
-objective gpus, 10 s, CP-SAT seeds 0-11: median 4,684 GPUs at 6, 4,700 at 8,
-4,695 at 10)."""
-MIN_DOMAINS = 6
-"""Fewer candidate domains than this and the full model is searched alone."""
 
 
 @dataclass(slots=True)
@@ -158,15 +155,15 @@ class RackSearch:
         return chosen
 
     def start(
-        self, stage: Stage, values: dict[int, int], deadline: float, threads: int = 1
+        self, stage: Stage, values: dict[int, int], budget: Budget, threads: int = 1
     ) -> None:
-        """Search from ``values`` until ``deadline`` in ``threads`` loops that
+        """Search from ``values`` until ``budget`` ends in ``threads`` loops that
         share the incumbent."""
         self.best = values
         self._threads = [
             threading.Thread(
                 target=self._loop,
-                args=(stage, deadline, random.Random(self.rng.randrange(1 << 30))),
+                args=(stage, budget, random.Random(self.rng.randrange(1 << 30))),
                 daemon=True,
             )
             for _ in range(threads)
@@ -175,7 +172,7 @@ class RackSearch:
             t.start()
 
     def wait(self) -> None:
-        """Until the deadline given to :meth:`start`."""
+        """Until the budget given to :meth:`start` ends."""
         for t in self._threads:
             t.join()
 
@@ -198,13 +195,13 @@ class RackSearch:
         with self._lock:
             self.ceiling = bound if self.ceiling is None else min(self.ceiling, bound)
 
-    def _loop(self, stage: Stage, deadline: float, rng: random.Random) -> None:
+    def _loop(self, stage: Stage, budget: Budget, rng: random.Random) -> None:
         try:
             sub = _SubModel(self.model, self.hoods, stage)
         except ValueError as exc:
             log.debug("no rack search: %s", exc)
             return
-        while not self._stop.is_set() and deadline - time.perf_counter() > 0.1:
+        while not self._stop.is_set() and budget.remaining() > LNS_FLOOR_SECONDS:
             values = self.best
             assert values is not None
             if self.ceiling is not None and stage.value(values) >= self.ceiling:
@@ -217,7 +214,7 @@ class RackSearch:
             p = solver.parameters
             p.num_workers = 1
             p.random_seed = rng.randrange(1 << 30)
-            p.max_time_in_seconds = min(ROUND_SECONDS, deadline - time.perf_counter())
+            p.max_time_in_seconds = min(ROUND_SECONDS, budget.remaining())
             p.max_presolve_iterations = 1
             p.cp_model_probing_level = 0
             with self._lock:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.variables import Derive
+from placewise.solver.cpsat.model.variables import Derive
 from placewise.solver.problem.data import ModelData
 from placewise.solver.problem.layout import (
     HostClass,

@@ -24,17 +24,14 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.variables import Derive, Variables
+from placewise.solver.cpsat.model.constraints import Constraints
+from placewise.solver.cpsat.model.variables import Derive, Variables
 from placewise.solver.kueue.fairsharing import Shares, competing_queues
 from placewise.solver.kueue.quota import FR
 from placewise.solver.problem.data import ModelData
 
 SCALE = 10_000
 """Resolution of a share in the model: 1/10,000 per-mille."""
-SLACK = 100
-"""Model units a plan may exceed the exact cap by before the search drops it:
-per-term rounding; the exact shares decide acceptance."""
 Terms = list[tuple[int, cp_model.IntVar]]
 
 

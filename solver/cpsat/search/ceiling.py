@@ -11,15 +11,15 @@ as the plan has them.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from functools import partial
 
 from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Workload
-from placewise.solver.cpsat.model import CPModel, CpSatParams
-from placewise.solver.cpsat.stages import solve_stage
+from placewise.solver.budget import Budget
+from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
+from placewise.solver.cpsat.search.stages import solve_stage
 from placewise.solver.policy import Policy, accelerators, tier_figures
 from placewise.solver.problem.data import ModelData, outside_demand
 
@@ -41,7 +41,7 @@ def relaxed_tiers(
     data: ModelData,
     params: CpSatParams,
     plan: Plan,
-    deadline: float,
+    budget: Budget,
     skip: frozenset[int] = frozenset(),
 ) -> tuple[tuple[TierResult, ...], int | None]:
     """(per tier: GPUs after the plan and the proven bound; the bound on the
@@ -60,7 +60,7 @@ def relaxed_tiers(
     for stage in stages:
         bound = None
         if stage.tier is None or stage.tier not in skip:
-            share = (deadline - time.perf_counter()) / todo
+            share = budget.share(1 / todo)
             det = params.deterministic_time
             work = det / todo if det is not None else None
             _, _, bound = solve_stage(model, stage, None, share, work)

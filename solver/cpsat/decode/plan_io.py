@@ -15,10 +15,10 @@ from placewise.models.workload import (
     TopologyAssignment,
     TopologyDomain,
 )
-from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.placement import Placement
-from placewise.solver.cpsat.placement_io import decode, placement_values
-from placewise.solver.cpsat.variables import Variables
+from placewise.solver.cpsat.decode.placement_io import decode, placement_values
+from placewise.solver.cpsat.model.constraints import Constraints
+from placewise.solver.cpsat.model.placement import Placement
+from placewise.solver.cpsat.model.variables import Variables
 from placewise.solver.problem.data import ModelData, PodSetData
 
 

@@ -15,20 +15,28 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.lns import RackSearch
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
+from placewise.solver.budget import Budget
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.export import export
+from placewise.solver.cpsat.search.lns import RackSearch
+from placewise.solver.cpsat.tuning import (
+    DETERMINISTIC_WORKERS,
+    MIN_CPSAT_SECONDS,
+    MIN_HIGHS_SECONDS,
+    PROVER_PROBING,
+    RACE_POLL_SECONDS,
+)
 from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")
 
 
-def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpSolver:
+def solver_for(model: CPModel, budget: Budget, det: float | None) -> cp_model.CpSolver:
     params = model.params
     solver = cp_model.CpSolver()
     p = solver.parameters
-    p.max_time_in_seconds = max(budget, 0.05)
+    p.max_time_in_seconds = max(budget.remaining(), MIN_CPSAT_SECONDS)
     if det is not None:
         # Deterministic work alone decides when to stop: a wall-clock limit
         # would make the plan depend on the machine's load.
@@ -37,7 +45,7 @@ def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpS
         # The same plan for any number of workers: the subsolvers run
         # interleaved in a fixed order instead of racing.
         p.interleave_search = True
-        p.num_workers = 8
+        p.num_workers = DETERMINISTIC_WORKERS
     elif params.workers:
         p.num_workers = params.workers
     p.random_seed = params.seed
@@ -47,7 +55,7 @@ def solver_for(model: CPModel, budget: float, det: float | None) -> cp_model.CpS
     return solver
 
 
-def prover_for(model: CPModel, budget: float) -> cp_model.CpSolver:
+def prover_for(model: CPModel, budget: Budget) -> cp_model.CpSolver:
     """One CP-SAT worker that proves the stage's bound while the rack search
     finds its solutions: the lower-bound tree search, after a presolve with
     probing (without it the root stays at the LP's bound).  On scale-1000
@@ -58,7 +66,7 @@ def prover_for(model: CPModel, budget: float) -> cp_model.CpSolver:
     p = solver.parameters
     p.num_workers = 1
     p.optimize_with_lb_tree_search = True
-    p.cp_model_probing_level = 2
+    p.cp_model_probing_level = PROVER_PROBING
     return solver
 
 
@@ -70,7 +78,7 @@ class Race:
     wins; each stops the other once the stage is settled."""
 
     def __init__(
-        self, model: CPModel, stage: Stage, budget: float, mip: bool = True
+        self, model: CPModel, stage: Stage, budget: Budget, mip: bool = True
     ) -> None:
         objective = [(c, x.index) for c, x in stage.terms]
         integer = set(range(model.size)) if mip else None
@@ -80,14 +88,16 @@ class Race:
         except ValueError as exc:
             log.debug("no HiGHS beside CP-SAT: %s", exc)
         else:
-            self.highs = Running(arrays, max(budget, 0.1), want_x=mip)
+            self.highs = Running(
+                arrays, max(budget.remaining(), MIN_HIGHS_SECONDS), want_x=mip
+            )
         self.bound: float | None = None
         self.best: float | None = None
         self.answer: HighsResult | None = None
         self.solver: cp_model.CpSolver | None = None
         self.search: RackSearch | None = None
         self.mip = mip
-        self.improved_at = time.perf_counter()
+        self.improved_at = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._watch = threading.Thread(target=self._wait, daemon=True)
@@ -136,18 +146,18 @@ class Race:
     def found(self, objective: float) -> None:
         with self._lock:
             if self.best is None or objective > self.best:
-                self.improved_at = time.perf_counter()
+                self.improved_at = time.monotonic()
             self.best = objective if self.best is None else max(self.best, objective)
             self._maybe_stop()
 
-    def hand_over(self, earliest: float, stall: float) -> None:
-        """Stop CP-SAT once past ``earliest`` without a better solution for
-        ``stall`` seconds (in a thread; ends with the solve)."""
+    def hand_over(self, earliest: Budget, stall: float) -> None:
+        """Stop CP-SAT once ``earliest`` has run out and no better solution
+        came for ``stall`` seconds (in a thread; ends with the solve)."""
 
         def watch() -> None:
-            while not self._done.wait(0.05):
-                now = time.perf_counter()
-                if now >= earliest and now - self.improved_at >= stall:
+            while not self._done.wait(RACE_POLL_SECONDS):
+                now = time.monotonic()
+                if now >= earliest.deadline and now - self.improved_at >= stall:
                     with self._lock:
                         if self.solver is not None:
                             self.solver.stop_search()
@@ -181,12 +191,12 @@ class Prover:
     its stage and keep proving while the tie-breaks run."""
 
     def __init__(
-        self, model: CPModel, stage: Stage, seconds: float, racer: Race
+        self, model: CPModel, stage: Stage, budget: Budget, racer: Race
     ) -> None:
         self.model = model
         self.stage = stage
         self.racer = racer
-        self.solver = prover_for(model, seconds)
+        self.solver = prover_for(model, budget)
         self.solver.best_bound_callback = racer.proved
         racer.solver = self.solver
         self.copy = model.model.clone()
@@ -229,9 +239,9 @@ class Prover:
 
 @dataclass(slots=True)
 class Proofs:
-    """Provers allowed to run past their stage until ``until``."""
+    """Provers allowed to run past their stage until ``budget`` ends."""
 
-    until: float
+    budget: Budget
     running: list[Prover] = field(default_factory=list)
 
     def alive(self) -> bool:

@@ -30,7 +30,8 @@ from placewise.models.plan import (
     SolverInfo,
 )
 from placewise.models.workload import PodSetAssignment
-from placewise.solver.cpsat.plan_io import pod_set_assignment
+from placewise.solver.cpsat.decode.plan_io import pod_set_assignment
+from placewise.solver.cpsat.tuning import MAX_COMBINATIONS
 from placewise.solver.kueue.order import candidate_order, queue_order
 from placewise.solver.kueue.preemption import satisfies_policy
 from placewise.solver.kueue.quota import FR, QuotaTree
@@ -46,8 +47,6 @@ from placewise.solver.problem.layout import Layout, Spec
 IntArray = npt.NDArray[np.int64]
 Admitted = tuple[list[PodSetAssignment], Callable[[], None]]
 CLIP = 1 << 62
-MAX_COMBINATIONS = 16
-"""Flavor combinations tried per pod-set group (several resource groups)."""
 
 
 class Leaves:

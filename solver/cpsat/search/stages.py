@@ -20,42 +20,37 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.export import export
-from placewise.solver.cpsat.lns import RackSearch, neighbourhoods
-from placewise.solver.cpsat.model import CPModel
-from placewise.solver.cpsat.objective import Stage
-from placewise.solver.cpsat.race import Callback, Proofs, Prover, Race, solver_for
+from placewise.solver.budget import Budget
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import Stage
+from placewise.solver.cpsat.search.export import export
+from placewise.solver.cpsat.search.lns import RackSearch, neighbourhoods
+from placewise.solver.cpsat.search.race import (
+    Callback,
+    Proofs,
+    Prover,
+    Race,
+    solver_for,
+)
+from placewise.solver.cpsat.tuning import (
+    CLUSTERS_SHARE,
+    DEFAULT_WORKERS,
+    DUAL_SHARE,
+    MIN_HIGHS_SECONDS,
+    STAGE_FLOOR_SECONDS,
+    STALL_SHARE,
+    TIER_WEIGHT,
+    TOP_WEIGHT,
+    UNPRICED_SHARE,
+)
 from placewise.solver.highs import HighsResult, Running
 
 log = logging.getLogger("placewise.cpsat")
-
-TIER_WEIGHT = 6
-"""Time weight of a GPU stage against a tie-break stage (1): the tie-breaks
-polish a plan whose GPUs are fixed, the GPU stages are what the plan and its
-bound are read for (scale-1000, objective gpus, CP-SAT seeds 0-11: median gap
-to the bound 0.8 % with 12 against 1, 1.0 % with 6)."""
-TOP_WEIGHT = 12
-"""Time weight of the first GPU stage: the top tier is what a bound is read for."""
-CLUSTERS_SHARE = (0.2, 0.6)
-"""When the model spans worker clusters, CP-SAT searches first — at least
-the first share of the stage, at most the second while it keeps finding
-better solutions — and the rack search has the rest.  A gang's move to
-another cluster frees racks there and fills racks here, rarely one rack
-search round (on multi-cluster seed 3 the top tier was found only by
-CP-SAT, after 1.1 s of a 3.3 s stage).  On one cluster the rack search pays
-from the start, and CP-SAT only proves (:func:`.race.prover_for`)."""
-STALL_SHARE = 0.1
-"""CP-SAT without a better solution for this share of the stage has stalled."""
-UNPRICED_SHARE = 0.2
-"""Share of a priced GPU stage's time for the bound on its GPUs."""
-DUAL_SHARE = 0.25
-"""Share of a GPU stage's time the relaxed model may use for its ceiling."""
 
 
 @dataclass(slots=True)
@@ -82,7 +77,7 @@ def solve_stage(
     model: CPModel,
     stage: Stage,
     values: dict[int, int] | None,
-    budget: float,
+    budget: Budget,
     det: float | None,
     race: bool = False,
     lns: RackSearch | None = None,
@@ -92,7 +87,6 @@ def solve_stage(
     MIP runs beside CP-SAT; ``lns``: the rack search runs beside CP-SAT,
     which only proves (one cluster, :func:`prove_and_search`), or follows
     it (several)."""
-    began = time.perf_counter()
     model.model.maximize(sum(c * x for c, x in stage.terms))
     model.model.clear_hints()  # type: ignore[no-untyped-call]
     if values is not None:
@@ -105,14 +99,14 @@ def solve_stage(
         racer = Race(model, stage, budget)
     elif lns is not None:
         racer = Race(model, stage, budget, mip=False)
-    workers = model.params.workers or 2
+    workers = model.params.workers or DEFAULT_WORKERS
     least, most = CLUSTERS_SHARE if lns is not None else (1.0, 1.0)
-    solver = solver_for(model, budget * most, det)
+    solver = solver_for(model, budget.share(most), det)
     if race or (proofs is not None and proofs.alive()):
         # HiGHS, or a prover still at work, takes one of the workers.
         solver.parameters.num_workers = max(1, workers - 1)
     if lns is not None and racer is not None:
-        racer.hand_over(began + budget * least, budget * STALL_SHARE)
+        racer.hand_over(budget.share(least), budget.seconds * STALL_SHARE)
     if racer is not None:
         racer.solver = solver
         status = solver.solve(model.model, Callback(racer))
@@ -124,7 +118,7 @@ def solve_stage(
         found, kind, bound = _settle(
             model,
             stage,
-            racer.finish(budget - (time.perf_counter() - began)),
+            racer.finish(budget.remaining()),
             found,
             kind,
             bound,
@@ -139,7 +133,7 @@ def solve_stage(
         if bound is not None:
             lns.settle_at(bound)
         racer.watch(lns)
-        lns.start(stage, start, began + budget, workers)
+        lns.start(stage, start, budget, workers)
         lns.wait()
         searched = lns.result()
         log.info("lns: %d rounds, %d improving", lns.rounds, lns.improved)
@@ -184,7 +178,7 @@ def prove_and_search(
     model: CPModel,
     stage: Stage,
     values: dict[int, int],
-    budget: float,
+    budget: Budget,
     lns: RackSearch,
     proofs: Proofs | None = None,
 ) -> tuple[str, dict[int, int] | None, int | None]:
@@ -192,21 +186,24 @@ def prove_and_search(
     proves on the last (none with one worker: the LP's bound then), HiGHS's
     LP beside them settles the stage early when the relaxation is tight.
     With ``proofs`` the prover keeps running after the stage until
-    ``proofs.until`` (the caller reads its bound then)."""
-    began = time.perf_counter()
-    workers = model.params.workers or 2
+    ``proofs.budget`` ends (the caller reads its bound then)."""
+    workers = model.params.workers or DEFAULT_WORKERS
     racer = Race(model, stage, budget, mip=False)
     lns.listener = racer.found
     racer.watch(lns)
     racer.found(stage.value(values))
     prover = None
     if workers > 1:
-        seconds = budget if proofs is None else max(budget, proofs.until - began)
-        prover = Prover(model, stage, seconds, racer)
+        prover = Prover(
+            model,
+            stage,
+            budget if proofs is None else budget.or_later(proofs.budget),
+            racer,
+        )
         threading.Thread(
             target=_stop_when_proven, args=(prover, lns, budget), daemon=True
         ).start()
-    lns.start(stage, values, began + budget, max(1, workers - 1))
+    lns.start(stage, values, budget, max(1, workers - 1))
     lns.wait()
     found = lns.result()
     log.info("lns: %d rounds, %d improving", lns.rounds, lns.improved)
@@ -226,10 +223,10 @@ def prove_and_search(
     return _verdict(stage, found, "FEASIBLE", bound)
 
 
-def _stop_when_proven(prover: Prover, lns: RackSearch, budget: float) -> None:
+def _stop_when_proven(prover: Prover, lns: RackSearch, budget: Budget) -> None:
     """A prover that ends inside the stage has proven its bound (or its own
     solution optimal): the search cannot improve on it."""
-    if prover.done.wait(budget):
+    if prover.done.wait(budget.remaining()):
         lns.stop()
 
 
@@ -259,7 +256,7 @@ def _settle(
 def run_stages(
     model: CPModel,
     values: dict[int, int] | None,
-    deadline: float,
+    budget: Budget,
     relaxed: CPModel | None = None,
     progress: Progress | None = None,
     race: bool = False,
@@ -277,10 +274,9 @@ def run_stages(
     det_total = model.params.deterministic_time
     hoods = neighbourhoods(model, model.params.policy.accelerators) if lns else None
     # The last GPU stage's prover may keep proving while the tie-breaks run.
-    proofs = Proofs(until=deadline)
+    proofs = Proofs(budget)
     last_gpus = max((k for k, s in enumerate(stages) if s.gpus), default=-1)
     for k, stage in enumerate(stages):
-        began = time.perf_counter()
         expr = sum(c * x for c, x in stage.terms)
         dual = relaxed.stages[k] if relaxed is not None and stage.gpus else None
         dual_expr = sum(c * x for c, x in dual.terms) if dual is not None else None
@@ -296,12 +292,12 @@ def run_stages(
                 progress(stage_line(results[-1], values))
             log.debug("%s", raw_line(results[-1]))
             continue
-        share = (deadline - began) * weights[k] / sum(weights[k:])
+        share = budget.share(weights[k] / sum(weights[k:]))
         det = det_total * weights[k] / sum(weights) if det_total else None
         ceiling = None
         if dual is not None and relaxed is not None:
             status, _, ceiling = solve_stage(
-                relaxed, dual, None, share * DUAL_SHARE, det and det * DUAL_SHARE
+                relaxed, dual, None, share.share(DUAL_SHARE), det and det * DUAL_SHARE
             )
             if ceiling is not None:
                 model.model.add(expr <= ceiling)
@@ -309,7 +305,7 @@ def run_stages(
             results.append(
                 StageResult(stage, "OPTIMAL", current, current, 0.0, ceiling)
             )
-        elif deadline - time.perf_counter() < 0.05 and det is None:
+        elif budget.remaining() < STAGE_FLOOR_SECONDS and det is None:
             if current is None:
                 results.append(StageResult(stage, "NO_SOLUTION", None, None, 0.0))
                 break
@@ -317,9 +313,8 @@ def run_stages(
         else:
             # A priced stage keeps a share for the bound on its GPUs.
             priced = bool(stage.costs) and relaxed is None
-            reserve = share * UNPRICED_SHARE if priced else 0.0
+            reserve = share.seconds * UNPRICED_SHARE if priced else 0.0
             lp = unpriced_lp(model, stage, share) if priced and det is None else None
-            remaining = share - reserve - (time.perf_counter() - began)
             search = None
             if hoods is not None and stage.gpus and det is None:
                 search = RackSearch(model, hoods, model.params.seed + k)
@@ -327,7 +322,7 @@ def run_stages(
                 model,
                 stage,
                 values,
-                remaining,
+                share.short_of(reserve),
                 det,
                 race and bool(stage.gpus),
                 search,
@@ -352,12 +347,12 @@ def run_stages(
             gpu_bound = None
             if priced:
                 work = det * UNPRICED_SHARE if det is not None else None
-                gpu_bound = unpriced_bound(model, stage, values, reserve, work, lp)
+                gpu_bound = unpriced_bound(model, stage, values, share, work, lp)
                 if gpu_bound is not None:
                     log.debug(
                         "%s: unpriced bound, GPUs %+d at most", stage.name, gpu_bound
                     )
-            seconds = time.perf_counter() - began
+            seconds = share.spent()
             results.append(
                 StageResult(stage, kind, got, bound, seconds, ceiling, gpu_bound)
             )
@@ -374,7 +369,7 @@ def run_stages(
     return values, results
 
 
-def unpriced_lp(model: CPModel, stage: Stage, budget: float) -> Running | None:
+def unpriced_lp(model: CPModel, stage: Stage, budget: Budget) -> Running | None:
     """HiGHS's LP relaxation of a priced stage's objective without the price,
     started in a child process on the model as it stands (the stages above
     held): its bound, read when the stage ends, bounds the stage's GPUs."""
@@ -383,14 +378,14 @@ def unpriced_lp(model: CPModel, stage: Stage, budget: float) -> Running | None:
     except ValueError as exc:
         log.debug("no unpriced LP: %s", exc)
         return None
-    return Running(arrays, max(budget, 0.1), want_x=False)
+    return Running(arrays, max(budget.remaining(), MIN_HIGHS_SECONDS), want_x=False)
 
 
 def unpriced_bound(
     model: CPModel,
     stage: Stage,
     values: dict[int, int],
-    budget: float,
+    budget: Budget,
     det: float | None,
     lp: Running | None,
 ) -> int | None:
@@ -399,20 +394,18 @@ def unpriced_bound(
     CP-SAT proves on the unpriced objective within ``budget`` (``det``: under
     a deterministic budget, CP-SAT alone).  The priced stage's own bound is
     no bound on GPUs: a plan may gain GPUs and pay for them."""
-    began = time.perf_counter()
     top: float | None = None
     if lp is not None:
-        answer = lp.result(max(budget, 0.0))
+        answer = lp.result(budget.remaining())
         lp.stop()
         if answer is not None and answer.bound is not None:
             top = answer.bound
-    left = budget - (time.perf_counter() - began)
-    if top is None and (det is not None or left > 0.05):
+    if top is None and (det is not None or budget.remaining() > STAGE_FLOOR_SECONDS):
         model.model.maximize(sum(c * x for c, x in stage.unpriced))
         model.model.clear_hints()  # type: ignore[no-untyped-call]
         for i, val in values.items():
             model.model.add_hint(model.model.get_int_var_from_proto_index(i), val)
-        solver = solver_for(model, left, det)
+        solver = solver_for(model, budget, det)
         if solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             top = solver.best_objective_bound
     if top is None:

@@ -24,7 +24,7 @@ from collections import defaultdict
 
 from ortools.sat.python import cp_model
 
-from placewise.solver.cpsat.variables import Variables
+from placewise.solver.cpsat.model.variables import Variables
 from placewise.solver.kueue.afs import AfsLedger, UsageKey, applies, lq_key
 from placewise.solver.policy import Policy, accelerators
 from placewise.solver.problem.data import ModelData

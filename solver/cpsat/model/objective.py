@@ -20,10 +20,10 @@ from ortools.sat.python import cp_model
 from placewise.models.multicluster import dispatch_costs
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
-from placewise.solver.cpsat.afs import afs_terms
-from placewise.solver.cpsat.constraints import Constraints
-from placewise.solver.cpsat.fairness import largest_share
-from placewise.solver.cpsat.variables import Derive, Variables
+from placewise.solver.cpsat.model.afs import afs_terms
+from placewise.solver.cpsat.model.constraints import Constraints
+from placewise.solver.cpsat.model.fairness import largest_share
+from placewise.solver.cpsat.model.variables import Derive, Variables
 from placewise.solver.lost_work import lost_work, price_units
 from placewise.solver.policy import (
     Policy,
