@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from placewise.solver.bound import (
     running_gpus,
 )
 from placewise.solver.bound.tiers import class_tiers
+from placewise.solver.budget import Budget
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy
@@ -72,7 +72,7 @@ def _assert_tier_bounds(snap: Snapshot, plans: dict[str, Plan]) -> None:
     for name, plan in plans.items():
         data = compile_problem(snap)
         params = CpSatParams(policy=Policy(preemption_price=0.0))
-        got = class_tiers(snap, data, params, plan, time.perf_counter() + 60)
+        got = class_tiers(snap, data, params, plan, Budget.of(60.0))
         assert got is not None, name
         for tier in got[0]:
             assert tier.bound is not None
