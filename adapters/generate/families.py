@@ -496,7 +496,7 @@ def fragmented_running() -> GeneratorConfig:
     )
 
 
-SCALE_POINTS = (100, 300, 1000, 3000, 10000)
+SCALE_POINTS = (100, 300, 1000, 3000, 10000, 50000)
 """Host counts of the scale sweep; pending work is a fifth of the hosts."""
 
 FAMILIES: dict[str, Callable[[], GeneratorConfig]] = {

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from placewise.models.multicluster import MultiSnapshot
 from placewise.models.plan import Plan, SolverInfo, TierResult
@@ -34,6 +35,7 @@ from placewise.solver.cpsat.search.ceiling import relaxed_tiers
 from placewise.solver.cpsat.search.stages import run_stages
 from placewise.solver.cpsat.search.warmstart import best_fit
 from placewise.solver.cpsat.tuning import (
+    CLASS_SHARE,
     GREEDY_SECONDS_PER_CELL,
     GREEDY_SHARE,
     LARGE_CELLS,
@@ -55,6 +57,9 @@ from placewise.solver.policy import Policy, primary_vector
 from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
 from placewise.solver.problem.layout import Layout, plan_domains, restrict
 from placewise.solver.settle import settle_preemptions
+
+if TYPE_CHECKING:
+    from placewise.solver.bound.tiers import ClassBound
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -180,6 +185,7 @@ def _solve_cpsat(
     log.info("cpsat: compiled and warm-started in %.1fs", limit.spent())
     if start.layout.cells > LARGE_CELLS:
         return _large(start, params, limit)
+    classes = _class_bound(start, params)
     model, restricted = _build(start, params, limit)
     if limit.remaining() < MIN_BUDGET:
         return _fallback(start.warm, limit, "building the model used the time limit")
@@ -191,6 +197,8 @@ def _solve_cpsat(
     # model after the search (the full model's stages bound their own GPUs).
     priced = restricted and any(st.costs for st in model.stages)
     search = end.short_of(RELAXED_SHARE * limit.seconds) if priced else end
+    if classes is not None:
+        search = search.short_of(CLASS_SHARE * limit.seconds)
     relaxed = CPModel(start.data, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
@@ -219,8 +227,26 @@ def _solve_cpsat(
         tiers, total_bound = gpu_bounds(
             start.snapshot, start.data, params, plan, end, model.stages, tiers
         )
+    if classes is not None:
+        from placewise.solver.bound.tiers import tighter
+
+        theirs = classes.tiers(start.snapshot, plan, end)
+        tiers, total_bound = tighter(tiers, total_bound, theirs)
     tiers = with_greedy(start.given, tiers, _kueue(start), pol)
     return _solved(plan, "OPTIMAL" if done else "FEASIBLE", limit, tiers, total_bound)
+
+
+def _class_bound(start: _Start, params: CpSatParams) -> ClassBound | None:
+    """Beyond RESTRICT_CELLS the model's stages prove nothing about the full
+    problem: the host-class LP bounds its tiers after the search.  Built
+    before the layout is restricted (it must stay a relaxation)."""
+    if start.layout.cells <= RESTRICT_CELLS:
+        return None
+    # Imported here: solver.bound builds on this package (its LP is this
+    # model's rows), so a module-level import would be circular.
+    from placewise.solver.bound.tiers import ClassBound
+
+    return ClassBound(start.data, unpriced(params))
 
 
 def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start:
@@ -353,13 +379,18 @@ def _solved(
 def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     """Beyond LARGE_CELLS the full model would not build and search within
     the budget: the warm start, filled with what still fits, is the plan,
-    and the relaxed model proves each tier's bound."""
+    and the host-class LP (:mod:`placewise.solver.bound.tiers`) proves each
+    tier's bound — the relaxed model's if an LP does not finish in time."""
+    from placewise.solver.bound.tiers import class_tiers  # see _class_bound
+
     data = start.data
     plan = fill(data, start.warm)
     plan = _with_reasons(plan, {**start.reasons, **explain(data, plan)})
-    tiers, total_bound = relaxed_tiers(
-        start.snapshot, data, unpriced(params), plan, limit.less_margin()
-    )
+    flat = unpriced(params)
+    got = class_tiers(start.snapshot, data, flat, plan, limit.less_margin())
+    if got is None:
+        got = relaxed_tiers(start.snapshot, data, flat, plan, limit.less_margin())
+    tiers, total_bound = got
     return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
 
 

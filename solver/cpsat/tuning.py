@@ -14,6 +14,10 @@ from __future__ import annotations
 RELAXED_SHARE = 0.1
 """Share of the time limit kept, when a restricted model's victims are
 priced, for the unpriced relaxed model's bounds on GPUs (:func:`_gpu_bounds`)."""
+CLASS_SHARE = 0.1
+"""Of the time limit, what a restricted model's search leaves to the
+host-class LP's per-tier bounds (:mod:`placewise.solver.bound.tiers`):
+~1-2 s at 10 s, what the LPs take at 10,000 hosts."""
 MIN_BUDGET = 0.5
 """Seconds below which CP-SAT is not started (the warm start is returned)."""
 GREEDY_SECONDS_PER_CELL = 2e-6

@@ -59,6 +59,7 @@ SMALL = {
     "scale-1000": {"nodes": 600, "pending": 120},
     "scale-3000": {"nodes": 600, "pending": 120},
     "scale-10000": {"nodes": 600, "pending": 120},
+    "scale-50000": {"nodes": 600, "pending": 120},
 }
 
 

@@ -22,10 +22,19 @@ from placewise.adapters.io.loader import load_snapshot, snapshot_from_text
 from placewise.cli import main
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
-from placewise.solver.bound import aggregate_bound, gpus_after, lp_bound, running_gpus
+from placewise.solver.bound import (
+    aggregate_bound,
+    class_bound,
+    gpus_after,
+    lp_bound,
+    running_gpus,
+)
+from placewise.solver.bound.tiers import class_tiers
+from placewise.solver.budget import Budget
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy
+from placewise.solver.problem.data import compile_problem
 from tests.shared import requires_shared
 from tests.solver.exhaustive import SearchTooLarge, exhaustive_optimum, option_count
 from tests.solver.strategies import instances
@@ -44,11 +53,30 @@ def _plans(snap: Snapshot) -> dict[str, Plan]:
 def _assert_bounds(snap: Snapshot, plans: dict[str, Plan], solver: str = "cbc") -> None:
     result = lp_bound(snap, solver)  # type: ignore[arg-type]
     assert result.lp is not None, result.status
+    classes = class_bound(snap, solver)  # type: ignore[arg-type]
+    # A relaxation of the full LP (demand summed per type): never tighter.
+    assert classes >= result.lp, f"host-class LP {classes} < full LP {result.lp}"
     for name, plan in plans.items():
         got = gpus_after(snap, plan)
         assert result.lp >= got, f"LP bound {result.lp} < {name}'s {got}"
         assert result.aggregate >= got, f"ceiling {result.aggregate} < {name}'s {got}"
         assert result.value >= got
+        assert classes >= got, f"host-class LP {classes} < {name}'s {got}"
+    _assert_tier_bounds(snap, plans)
+
+
+def _assert_tier_bounds(snap: Snapshot, plans: dict[str, Plan]) -> None:
+    """Per tier, the host-class LP with the tiers above held at a plan's
+    GPUs is never below that plan's GPUs in the tier (the plan is one of
+    the points it maximises over)."""
+    for name, plan in plans.items():
+        data = compile_problem(snap)
+        params = CpSatParams(policy=Policy(preemption_price=0.0))
+        got = class_tiers(snap, data, params, plan, Budget.of(60.0))
+        assert got is not None, name
+        for tier in got[0]:
+            assert tier.bound is not None
+            assert tier.bound >= tier.gpus, f"{name}: {tier}"
 
 
 # -- hand-made instances -------------------------------------------------------
@@ -243,6 +271,7 @@ def test_required_rack_bound_sees_fragmentation() -> None:
     assert gpus_after(snap, plans["cpsat"]) == 4  # the gang stays pending
     assert result.aggregate == 4 + 8
     assert result.lp is not None and result.lp < result.aggregate
+    assert class_bound(snap, "cbc") == result.lp  # no domain holds the gang
 
 
 def test_bound_counts_preemption_and_quota() -> None:
@@ -286,23 +315,24 @@ def test_workloads_outside_the_model_still_count() -> None:
     assert aggregate_bound(snap) == 6
 
 
-def test_large_models_fall_back_to_the_aggregate_ceiling(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("solver", ["cbc", "highs"])
+def test_large_models_get_the_host_class_lp(
+    monkeypatch: pytest.MonkeyPatch, solver: str
 ) -> None:
     """Beyond LARGE_CELLS the full LP is skipped (it does not finish at
-    10,000 hosts): the bound is the relaxed model's, still above every plan,
-    and the status says why."""
+    10,000 hosts): the host-class LP is the bound, between the full LP and
+    the aggregate ceiling, above every plan, and the status says why."""
     import placewise.solver.bound.lp as lp_module
 
     config = family("fragmented").with_overrides(nodes=8, pending=12)
     snap = snapshot_from_text(dumps(generate(config, 1)))
     full = lp_bound(snap, "cbc")
     monkeypatch.setattr(lp_module, "LARGE_CELLS", 0)
-    large = lp_bound(snap, "cbc")
-    assert large.lp is None and large.method == "aggregate"
-    assert "skipped" in large.status
-    assert large.value == full.aggregate == aggregate_bound(snap)
-    assert large.value >= full.value
+    large = lp_bound(snap, solver)  # type: ignore[arg-type]
+    assert large.lp is not None and large.method == f"classes-{solver}"
+    assert "skipped" in large.status and "host-class LP" in large.status
+    assert large.aggregate == full.aggregate == aggregate_bound(snap)
+    assert full.value <= large.value <= large.aggregate
     for plan in _plans(snap).values():
         assert large.value >= gpus_after(snap, plan)
 
@@ -363,6 +393,8 @@ def test_bounds_are_never_below_the_exhaustive_optimum(inst: object) -> None:
     best = gpus.vector[0]
     note(f"exhaustive best: {best} GPUs, tier vector {tiers.vector}")
     assert lp_bound(snap, "cbc").value >= best
+    assert class_bound(snap, "cbc") >= best
+    _assert_tier_bounds(snap, {"exhaustive": tiers.plan})
     logging.disable(logging.WARNING)
     try:
         total = solve_cpsat(snap, CpSatParams(time_limit=2, workers=1, policy=GPUS))

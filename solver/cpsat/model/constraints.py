@@ -24,7 +24,7 @@ from placewise.solver.problem.data import ModelData
 from placewise.solver.problem.pairs import Pair
 
 LinearTerms = list[tuple[int, cp_model.IntVar]]
-Mode = Literal["plan", "bound", "relaxed"]
+Mode = Literal["plan", "bound", "relaxed", "classes"]
 
 
 def _unlimited(x: int) -> bool:
@@ -63,14 +63,16 @@ class Constraints:
         """``plan``: every rule, the plan's model.  ``bound``: a relaxation of
         every plan the validator accepts — StrictFIFO order, which it does not
         judge, is dropped.  ``relaxed``: ``bound`` with pods needing room only
-        in each TAS flavor's total capacity (small, for ceilings)."""
+        in each TAS flavor's total capacity (small, for ceilings).
+        ``classes``: ``bound`` without placement rows, which the caller adds
+        in arrays (:mod:`placewise.solver.bound.classes`)."""
         self._pod_counts()
         self._one_flavor_per_group()
         self._collect_usage()  # before quota and victims, which read it
         self._quota_with_cohorts()
         if mode == "relaxed":
             self._aggregate_capacity()
-        else:
+        elif mode != "classes":
             self._placement()
         self._victims_need_preemptors()
         if mode == "plan":
