@@ -1160,12 +1160,12 @@ def test_cli_mutually_exclusive_sources() -> None:
     assert exc.value.code == 2
 
 
-def test_scale_sweep_spans_100_to_10000_hosts() -> None:
-    """The scale family covers 100 -> 10,000 hosts with a fifth as many pending."""
+def test_scale_sweep_spans_100_to_50000_hosts() -> None:
+    """The scale family covers 100 -> 50,000 hosts with a fifth as many pending."""
     sweep = sorted(
         (family(n).node_count, family(n).pending)
         for n in FAMILIES
         if n.startswith("scale-")
     )
-    assert sweep[0] == (100, 20) and sweep[-1] == (10_000, 2_000)
+    assert sweep[0] == (100, 20) and sweep[-1] == (50_000, 10_000)
     assert all(math.isclose(p, n / 5) for n, p in sweep)
