@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import TypeAlias
 
 from placewise.adapters.cli.status import status
+from placewise.adapters.io.documents import load_one
 from placewise.adapters.io.loader import load_snapshot
 from placewise.models.errors import InstanceError, Location, Problem
 from placewise.models.moves import MOVABLE_LABEL, misplaced_labels
@@ -77,14 +78,33 @@ def policy_error(path: str, exc: ValueError) -> InstanceError:
     )
 
 
+def read_policy(path: str | None, moves: int | None = None) -> Policy:
+    """``--policy FILE`` (exit 2 with the file and field when bad), with
+    ``--moves K`` over its ``moves.budget.count`` when given."""
+    policy = Policy()
+    if path:
+        raw = load_one(path, "Policy")  # the shared, bounded reader
+        try:
+            policy = Policy.from_mapping(raw)
+        except ValueError as exc:
+            raise policy_error(path, exc) from None
+    return moves_count(policy, moves)
+
+
+def moves_count(policy: Policy, moves: int | None) -> Policy:
+    """``--moves K`` overrides the policy's ``moves.budget.count``."""
+    if moves is None:
+        return policy
+    return replace(policy, moves=policy.moves.model_copy(update={"count": moves}))
+
+
 def with_moves(
     policy: Policy, moves: int | None, snapshot: Snapshot, path: str | None
 ) -> Policy:
     """``--moves K`` over the policy's count; the move policy checked
     against the instance; movable labels on workloads that are not running
     said (labels are set at submission: a warning, not an error)."""
-    if moves is not None:
-        policy = replace(policy, moves=policy.moves.model_copy(update={"count": moves}))
+    policy = moves_count(policy, moves)
     try:
         check_queues(policy.moves, snapshot)
     except PolicyError as exc:

@@ -24,7 +24,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from placewise.adapters.cli.common import Subparsers, positive_float
+from placewise.adapters.cli.common import (
+    Subparsers,
+    non_negative_int,
+    positive_float,
+    read_policy,
+)
 from placewise.adapters.io.documents import read_text
 from placewise.adapters.io.loader import kueue_fair_sharing, load_objects
 from placewise.adapters.serve import multikueue_cli
@@ -242,6 +247,22 @@ def register(subparsers: Subparsers) -> None:
             help=f"seconds {why}, as kube-scheduler's flag (default: %(default)s)",
         )
     p.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="YAML objective policy of every re-solve (see README, 'Objective'); "
+        "its moves: section lets kueue mode move running Workloads",
+    )
+    p.add_argument(
+        "--moves",
+        type=non_negative_int,
+        default=None,
+        metavar="K",
+        help="kueue mode: at most K moves per plan (running Workloads labelled "
+        'placewise.io/movable: "true", or movable by the policy, are evicted '
+        "and admitted again elsewhere to let blocked gangs in); overrides the "
+        "policy's moves.budget.count (default: the policy's, else no moves)",
+    )
+    p.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -343,6 +364,7 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         lease_duration=lease[0],
         renew_deadline=lease[1],
         retry_period=lease[2],
+        policy=read_policy(args.policy, args.moves),
         **extra,
     )
 

@@ -10,16 +10,14 @@ from placewise.adapters.cli.common import (
     Subparsers,
     load,
     non_negative_int,
-    policy_error,
     positive_float,
     positive_int,
+    read_policy,
     solve_each,
     timestamp,
     with_moves,
 )
 from placewise.adapters.io import output
-from placewise.adapters.io.documents import load_one
-from placewise.solver.policy import Policy
 from placewise.solver.solve import SOLVERS
 
 log = logging.getLogger("placewise")
@@ -135,13 +133,7 @@ def run(args: argparse.Namespace) -> int:
         if args.moves is not None:
             log.warning("--moves applies to one cluster; ignored with --cluster")
         return multicluster.run_solve(args)
-    policy = Policy()
-    if args.policy:
-        raw = load_one(args.policy, "Policy")  # the shared, bounded reader
-        try:
-            policy = Policy.from_mapping(raw)
-        except ValueError as exc:
-            raise policy_error(args.policy, exc) from None
+    policy = read_policy(args.policy)
     snapshot = load(args.instances, args.now)
     policy = with_moves(policy, args.moves, snapshot, args.policy)
     plans = solve_each(snapshot, args, policy)

@@ -9,6 +9,7 @@ from typing import Literal
 
 from placewise.adapters.serve.server import Limits
 from placewise.models.cluster import FairSharing
+from placewise.solver.policy import Policy
 
 Mode = Literal["extender", "binder", "kueue"]
 MODES: tuple[Mode, ...] = ("extender", "binder", "kueue")
@@ -108,6 +109,10 @@ class ServeConfig:
     treats that workload as not preemptible for this long."""
     event_component: str = "placewise"
     """reportingController of the Events we write."""
+    policy: Policy = field(default_factory=Policy)
+    """The objective policy of every re-solve (``--policy FILE``); its
+    ``moves`` budget (or ``--moves K``) lets kueue mode move running
+    Workloads to make room for blocked gangs (:mod:`.mover`)."""
     kueue_config: FairSharing | None = None
     """Kueue mode: fair sharing from ``--kueue-config FILE``; None reads
     Kueue's manager ConfigMap (kueue-system/kueue-manager-config)."""

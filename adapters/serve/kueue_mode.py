@@ -36,6 +36,7 @@ from placewise.adapters.serve.events import Recorder, rfc3339
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.kube import ApiError, Kube, Resource
 from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.mover import Mover
 from placewise.adapters.serve.preempt import holds_quota, set_condition
 from placewise.adapters.serve.solveloop import PlanState
 from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
@@ -192,11 +193,15 @@ class KueueAdmitter:
         workloads: Resource,
         victims_left: Callable[[PlanState, tuple[str, ...]], list[str]],
         leading: Callable[[], bool],
+        mover: Mover | None = None,
     ) -> None:
         self.kube, self.cache, self.metrics, self.events = kube, cache, metrics, events
         self.res = workloads
         self.victims_left = victims_left
         self.leading = leading
+        self.mover = mover
+        """Carries out the plan's moves; None: plans with moves are not acted
+        on beyond their ordinary admissions."""
         self._refused: dict[str, str] = {}
         self._gated: tuple[int, int, tuple[str, ...]] | None = None
         """Workload -> the last reason the gate gave (logged once)."""
@@ -207,6 +212,12 @@ class KueueAdmitter:
         victims: dict[str, tuple[str, ...]] = {}
         for p in state.plan.preemptions:
             victims[p.preemptor] = (*victims.get(p.preemptor, ()), p.workload)
+        moved: set[str] = set()
+        going: list[str] = []
+        if self.mover is not None and state.plan.moves:
+            self.mover.act(state)
+            moved = self.mover.moved(state)
+            going = self.mover.in_flight(state)
         ready: list[PlanAdmission] = []
         for adm in state.plan.admissions:
             if adm.workload not in state.built.kueue or not self.leading():
@@ -215,6 +226,12 @@ class KueueAdmitter:
             if wl is None or holds_quota(wl):
                 continue  # gone, or admitted already (by an earlier round)
             left = self.victims_left(state, victims.get(adm.workload, ()))
+            if self.mover is not None and adm.workload in moved:
+                if self.mover.pods_left(adm.workload):
+                    self._pending(adm.workload, "Pending the move: its pods to go")
+                    continue
+            elif going:
+                left = [*left, *going]  # room the moves free is not free yet
             if left:
                 self._pending(
                     adm.workload, f"Pending the preemption of {len(left)} workload(s)"

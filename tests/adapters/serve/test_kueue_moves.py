@@ -1,0 +1,240 @@
+"""``serve --mode kueue`` carries out moves, end to end through the emulator.
+
+Two racks of two 4-GPU hosts; two small movable Workloads (2 GPUs each) sit
+one per rack, so no rack has the two empty hosts a rack-required gang of
+2 x 4 GPUs needs, though quota is free.  One move (a small Workload to the
+other rack) lets the gang in.  Everything is observed through the API: the
+tests wait on real conditions (the gang and every moved Workload holding
+quota again), never on quiet time, and at every read-back on the way the
+Workloads holding quota pass the validator (nothing overcommitted).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from placewise.adapters.emulator import KueueControllers
+from placewise.models.moves import MOVABLE_LABEL, MoveRules
+from placewise.models.validate import validate
+from placewise.solver.policy import Policy
+from tests.adapters.serve.conftest import GPU, Harness
+from tests.adapters.serve.kueue_e2e import (
+    Recorder,
+    as_admitted,
+    holds,
+    key_of,
+    read_workloads,
+)
+from tests.adapters.serve.test_kueue_mode import kueue_objects, workload
+
+JSON = dict[str, Any]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def running(name: str, host: str) -> JSON:
+    """A movable 1 x 2-GPU Workload admitted on ``host``."""
+    wl = workload(name, 1, 2)
+    wl["metadata"]["labels"] = {MOVABLE_LABEL: "true"}
+    wl["metadata"]["annotations"] = {"placewise.io/checkpointed": "true"}
+    reserved = {
+        "reason": "QuotaReserved",
+        "message": "m",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "status": "True",
+    }
+    wl["status"] = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {
+                    "name": "workers",
+                    "count": 1,
+                    "flavors": {"cpu": "tas", GPU: "tas"},
+                    "resourceUsage": {"cpu": "1", GPU: "2"},
+                    "topologyAssignment": {
+                        "levels": ["kubernetes.io/hostname"],
+                        "domains": [{"values": [host], "count": 1}],
+                    },
+                }
+            ],
+        },
+        "conditions": [
+            {"type": "QuotaReserved", **reserved},
+            {"type": "Admitted", **reserved, "reason": "Admitted"},
+        ],
+    }
+    return wl
+
+
+def instance() -> list[JSON]:
+    return [
+        *kueue_objects(gpu_quota=16),
+        running("a", "r1-h1"),
+        running("b", "r2-h1"),
+        workload("gang", 2, 4, required="rack"),
+    ]
+
+
+MOVABLE = ("ml/a", "ml/b")
+EVERYONE = ("ml/a", "ml/b", "ml/gang")
+
+
+def sound_until(
+    h: Harness, done: Callable[[dict[str, JSON]], bool], timeout: float = 40.0
+) -> dict[str, JSON]:
+    """Read the Workloads back until ``done``; every read-back is sound."""
+    deadline = time.monotonic() + timeout
+    objects = instance()
+    while True:
+        now = {key_of(o): o for o in read_workloads(h.api)}
+        snap, plan = as_admitted(objects, list(now.values()))
+        assert validate(snap, plan) == [], [str(v) for v in validate(snap, plan)]
+        if done(now):
+            return now
+        assert time.monotonic() < deadline, {k: holds(o) for k, o in now.items()}
+        time.sleep(0.05)
+
+
+def all_hold(now: dict[str, JSON]) -> bool:
+    return all(holds(now[k]) for k in EVERYONE)
+
+
+def hosts(wl: JSON) -> set[str]:
+    psa = wl["status"]["admission"]["podSetAssignments"][0]
+    ta = psa["topologyAssignment"]
+    if "domains" in ta:
+        return {d["values"][-1] for d in ta["domains"]}
+    # v1beta2's compressed form: the hostname level of the one slice.
+    level = ta["slices"][0]["valuesPerLevel"][-1]
+    if "universal" in level:
+        return {level["universal"]}
+    ind = level["individual"]
+    return {ind.get("prefix", "") + r + ind.get("suffix", "") for r in ind["roots"]}
+
+
+def test_blocked_gang_gets_in_through_a_move(
+    harness_factory: Callable[..., Harness],
+) -> None:
+    """The sidecar evicts one small Workload (Kueue's way), the stand-in
+    releases it, and only then are the gang and the moved Workload admitted:
+    the gang on one whole rack, the moved one on the other rack."""
+    h = harness_factory(instance(), kueue_controllers=KueueControllers(0.3))
+    rec = Recorder(h.api).start()
+    policy = Policy(moves=MoveRules(count=2))
+    try:
+        h.sidecar(mode="kueue", solver="auto", time_limit=1.0, policy=policy)
+        final = sound_until(h, all_hold)
+    finally:
+        rec.stop()
+    (moved,) = rec.kinds("evicted")
+    assert moved in MOVABLE
+    assert rec.kinds("released") == [moved]
+    released = rec.first(moved, "released")
+    gang_in = rec.first("ml/gang", "admitted")
+    assert released is not None and gang_in is not None and released < gang_in
+    gang_hosts = hosts(final["ml/gang"])
+    assert len(gang_hosts) == 2 and len({h_[:2] for h_ in gang_hosts}) == 1
+    assert not hosts(final[moved]) & gang_hosts
+    assert rec.kinds("admitted").count(moved) == 1  # once again, never doubled
+
+
+def test_without_a_budget_nothing_moves(
+    harness_factory: Callable[..., Harness],
+) -> None:
+    """No moves budget: the gang waits and nothing running is evicted."""
+    h = harness_factory(instance(), kueue_controllers=KueueControllers(0.3))
+    rec = Recorder(h.api).start()
+    try:
+        sc = h.sidecar(mode="kueue", solver="auto", time_limit=1.0)
+        sound_until(
+            h,
+            lambda now: (
+                sc.loop.solves >= 2
+                and "pending" in str(now["ml/gang"]["status"].get("conditions")).lower()
+            ),
+        )
+    finally:
+        rec.stop()
+    assert rec.kinds("evicted") == []
+
+
+def test_sigkill_between_eviction_and_readmission_loses_nothing(
+    harness_factory: Callable[..., Harness], tmp_path: Path
+) -> None:
+    """``placewise serve --mode kueue --moves 2`` in its own process is
+    SIGKILLed as soon as its eviction is served (the stand-in releases 2 s
+    later, so the moved Workload cannot have been admitted again).  The
+    Workload goes back to its queue, pending; a restarted sidecar admits it
+    and the gang, each exactly once."""
+    h = harness_factory(instance(), kueue_controllers=KueueControllers(2.0))
+    kubeconfig = h.emu.kubeconfig(tmp_path / "kubeconfig")
+    rec = Recorder(h.api).start()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "placewise",
+            "serve",
+            "--mode",
+            "kueue",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--no-leader-elect",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--time-limit",
+            "1",
+            "--workers",
+            "1",
+            "--moves",
+            "2",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        try:
+            evicted = sound_until(
+                h, lambda now: any(_evicted(now[k]) for k in MOVABLE), timeout=30
+            )
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            _, err = proc.communicate(timeout=10)
+        (moved,) = [k for k in MOVABLE if _evicted(evicted[k])]
+        assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
+        # Killed between eviction and re-admission: it was never admitted again.
+        assert rec.kinds("admitted").count(moved) == 0
+        # Kueue's side goes on: the Workload is released, pending in its queue.
+        pending = sound_until(h, lambda now: not holds(now[moved]))
+        assert pending[moved]["spec"]["queueName"] == "lq"
+        assert "admission" not in pending[moved]["status"]
+        h.sidecar(
+            mode="kueue",
+            solver="auto",
+            time_limit=1.0,
+            policy=Policy(moves=MoveRules(count=2)),
+        )
+        sound_until(h, all_hold)
+    finally:
+        rec.stop()
+    assert rec.kinds("evicted") == [moved]  # the restart moved nothing else
+    assert rec.kinds("admitted").count(moved) == 1
+    assert rec.kinds("admitted").count("ml/gang") == 1
+
+
+def _evicted(wl: JSON) -> bool:
+    return any(
+        c["type"] == "Evicted" and c["status"] == "True"
+        for c in wl.get("status", {}).get("conditions") or []
+    )
