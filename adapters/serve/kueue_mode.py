@@ -39,6 +39,7 @@ from placewise.adapters.serve.metrics import Metrics
 from placewise.adapters.serve.mover import Mover
 from placewise.adapters.serve.preempt import holds_quota, set_condition
 from placewise.adapters.serve.solveloop import PlanState
+from placewise.models.moves import HOSTNAME
 from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
 from placewise.models.quantity import format_units
 from placewise.models.snapshot import Snapshot
@@ -157,6 +158,16 @@ def fits_now(
     return chosen, refused
 
 
+def hosts_of(adm: PlanAdmission) -> set[str]:
+    """The hosts a TAS admission names (its hostname level), if it names any."""
+    out: set[str] = set()
+    for psa in adm.pod_set_assignments:
+        ta = psa.topology_assignment
+        if ta is not None and ta.levels and ta.levels[-1] == HOSTNAME:
+            out |= {d.values[-1] for d in ta.domains}
+    return out
+
+
 def _condition(conds: list[JSON], kind: str) -> JSON | None:
     return next((c for c in conds if c.get("type") == kind), None)
 
@@ -212,12 +223,11 @@ class KueueAdmitter:
         victims: dict[str, tuple[str, ...]] = {}
         for p in state.plan.preemptions:
             victims[p.preemptor] = (*victims.get(p.preemptor, ()), p.workload)
-        moved: set[str] = set()
-        going: list[str] = []
-        if self.mover is not None and state.plan.moves:
-            self.mover.act(state)
-            moved = self.mover.moved(state)
-            going = self.mover.in_flight(state)
+        up: tuple[set[str], set[str]] = (set(), set())
+        if self.mover is not None:
+            if state.plan.moves:
+                self.mover.act(state)
+            up = self.mover.still_up()
         ready: list[PlanAdmission] = []
         for adm in state.plan.admissions:
             if adm.workload not in state.built.kueue or not self.leading():
@@ -225,13 +235,10 @@ class KueueAdmitter:
             wl = self.cache.get("Workload", adm.workload)
             if wl is None or holds_quota(wl):
                 continue  # gone, or admitted already (by an earlier round)
+            if adm.workload in up[0] or hosts_of(adm) & up[1]:
+                self._pending(adm.workload, "Pending: evicted pods still to go")
+                continue
             left = self.victims_left(state, victims.get(adm.workload, ()))
-            if self.mover is not None and adm.workload in moved:
-                if self.mover.pods_left(adm.workload):
-                    self._pending(adm.workload, "Pending the move: its pods to go")
-                    continue
-            elif going:
-                left = [*left, *going]  # room the moves free is not free yet
             if left:
                 self._pending(
                     adm.workload, f"Pending the preemption of {len(left)} workload(s)"

@@ -12,7 +12,9 @@ blocked gang.  Live it happens in two steps that never share a write:
    ``Requeued=True``.
 2. **Re-admission from a plan.**  The admitter writes the moved Workload's
    admission only once it is pending and its pods are gone
-   (:meth:`Mover.pods_left`), through the same gate as every admission
+   (:meth:`Mover.still_up`: no admission is written for a Workload whose
+   job's pods still run, nor onto the hosts they hold), through the same
+   gate as every admission
    (:func:`placewise.adapters.serve.kueue_mode.fits_now`).
 
 Nothing between the two steps lives only in this process: the "intent" is
@@ -88,42 +90,60 @@ class Mover:
     def moved(self, state: PlanState) -> set[str]:
         return {m.workload for m in state.plan.moves}
 
-    def pods_left(self, key: str) -> list[JSON]:
-        """Live pods of the Workload's job: they still hold their nodes."""
-        wl = self.cache.get("Workload", key)
-        if wl is None:
-            return []
-        ns = gangmod.meta(wl).get("namespace")
-        owners = _owner_uids(wl)
-        uid = str(gangmod.meta(wl).get("uid") or "")
-        out = []
+    def _pods_by_owner(self) -> dict[str, list[JSON]]:
+        """Live pods bound to a node, under each of their owners' uids."""
+        out: dict[str, list[JSON]] = {}
         for pod in self.cache.items("Pod"):
-            meta = gangmod.meta(pod)
-            if meta.get("namespace") != ns or not gangmod.is_live(pod):
+            if not (pod.get("spec") or {}).get("nodeName") or not gangmod.is_live(pod):
                 continue
-            if str(meta.get("uid")) in owners or (_owner_uids(pod) & (owners | {uid})):
-                out.append(pod)
+            for uid in _owner_uids(pod):
+                out.setdefault(uid, []).append(pod)
         return out
 
-    def in_flight(self, state: PlanState) -> list[str]:
-        """Moved Workloads evicted but not yet gone: the room the plan's
-        other admissions count on is not free until they are."""
-        left = []
-        for key in sorted(self.moved(state)):
-            wl = self.cache.get("Workload", key)
-            if wl is None:
+    def pods_of(
+        self, wl: JSON, by_owner: dict[str, list[JSON]] | None = None
+    ) -> list[JSON]:
+        """The live, bound pods of the Workload's job: pods sharing an owner
+        with it (a Job's), or owned by it."""
+        by_owner = self._pods_by_owner() if by_owner is None else by_owner
+        uids = _owner_uids(wl) | {str(gangmod.meta(wl).get("uid") or "")}
+        seen: dict[str, JSON] = {}
+        for uid in sorted(uids):
+            for pod in by_owner.get(uid, []):
+                seen[str(gangmod.meta(pod).get("uid"))] = pod
+        return list(seen.values())
+
+    def still_up(self) -> tuple[set[str], set[str]]:
+        """Workloads that hold no quota but whose pods still run (evicted,
+        their job not yet stopped), and the hosts those pods hold.
+
+        Stateless (read from the cache), so a restarted sidecar knows it as
+        well: such a Workload is not admitted again, and no admission is
+        written onto those hosts, until the pods are gone."""
+        by_owner = self._pods_by_owner()
+        keys: set[str] = set()
+        hosts: set[str] = set()
+        if not by_owner:
+            return keys, hosts
+        for wl in self.cache.items("Workload"):
+            if holds_quota(wl):
                 continue
-            if (holds_quota(wl) and _evicted(wl)) or (
-                not holds_quota(wl) and self.pods_left(key)
-            ):
-                left.append(key)
-        return left
+            pods = self.pods_of(wl, by_owner)
+            if pods:
+                meta = gangmod.meta(wl)
+                keys.add(f"{meta.get('namespace')}/{meta.get('name')}")
+                hosts |= {str(p["spec"]["nodeName"]) for p in pods}
+        return keys, hosts
 
     def act(self, state: PlanState) -> None:
         """Evict the plan's moved Workloads (all or none), if it still holds."""
         if not state.plan.moves or not self.leading():
             return
-        self._going = {k for k in self._going if self.pods_left(k)}
+        self._going = {
+            k
+            for k in self._going
+            if (wl := self.cache.get("Workload", k)) and self.pods_of(wl)
+        }
         moved = self.moved(state)
         todo = []
         for move in state.plan.moves:
@@ -141,9 +161,11 @@ class Mover:
         beneficiary = self._beneficiary(state, moved)
         if beneficiary is None:
             return  # nothing the moves make room for is still waiting
-        pods = [p for key in sorted(self._going) for p in self.pods_left(key)]
-        for key in todo:
-            pods += self.pods_left(key)
+        by_owner = self._pods_by_owner()
+        pods = []
+        for key in sorted(self._going | set(todo)):
+            wl = self.cache.get("Workload", key)
+            pods += self.pods_of(wl, by_owner) if wl is not None else []
         refusal = self.preemptor.budget_refuses(pods)
         if refusal is not None:
             until = time.monotonic() + self.cfg.protect_seconds

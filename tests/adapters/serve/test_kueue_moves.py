@@ -20,11 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client
+
 from placewise.adapters.emulator import KueueControllers
 from placewise.models.moves import MOVABLE_LABEL, MoveRules
 from placewise.models.validate import validate
 from placewise.solver.policy import Policy
-from tests.adapters.serve.conftest import GPU, Harness
+from tests.adapters.serve.conftest import GPU, Harness, pod, wait_for
 from tests.adapters.serve.kueue_e2e import (
     Recorder,
     as_admitted,
@@ -238,3 +240,81 @@ def _evicted(wl: JSON) -> bool:
         c["type"] == "Evicted" and c["status"] == "True"
         for c in wl.get("status", {}).get("conditions") or []
     )
+
+
+def job_pod(name: str, host: str) -> JSON:
+    """The running pod of Workload ``name``'s job (both owned by the Job),
+    TAS-managed so it is counted once, through the Workload."""
+    p = pod(
+        f"{name}-0",
+        gpus=2,
+        labels={"app": name},
+        annotations={"kueue.x-k8s.io/podset-unconstrained-topology": "true"},
+        nodeName=host,
+    )
+    p["metadata"]["ownerReferences"] = [owner(name)]
+    return p
+
+
+def owner(name: str) -> JSON:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": name,
+        "uid": f"job-{name}",
+        "controller": True,
+    }
+
+
+def pdb(name: str, app: str) -> JSON:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def test_a_pod_disruption_budget_is_never_exceeded_by_a_move(
+    harness_factory: Callable[..., Harness],
+) -> None:
+    """``b``'s PodDisruptionBudget allows no disruption, so ``b`` is never
+    moved, though the first plan proposes moving it: the move is refused
+    before anything is evicted and the next plan moves ``a`` instead.  Its
+    re-admission waits until its pod is gone (deleted here, as Kueue's
+    job reconciler would after the eviction)."""
+    objects = instance()
+    for wl in objects:
+        if wl.get("kind") == "Workload" and wl["metadata"]["name"] in ("a", "b"):
+            wl["metadata"]["ownerReferences"] = [owner(wl["metadata"]["name"])]
+    h = harness_factory(
+        [*objects, job_pod("a", "r1-h1"), job_pod("b", "r2-h1")],
+        kueue_controllers=KueueControllers(0.3),
+    )
+    h.create(pdb("keep-b", "b"))
+    budgets = client.PolicyV1Api(h.api)
+
+    def guarded() -> bool:
+        status = budgets.read_namespaced_pod_disruption_budget("keep-b", "ml").status
+        return bool(status and status.current_healthy == 1)
+
+    wait_for(guarded, what="the budget's status")
+    rec = Recorder(h.api).start()
+    try:
+        h.sidecar(
+            mode="kueue",
+            solver="auto",
+            time_limit=1.0,
+            policy=Policy(moves=MoveRules(count=2)),
+        )
+        sound_until(h, lambda now: _evicted(now["ml/a"]))
+        time.sleep(0.5)  # the pod still up: a must not be admitted again yet
+        assert rec.kinds("admitted") == []
+        gone = time.monotonic()
+        h.core.delete_namespaced_pod("a-0", "ml", grace_period_seconds=0)
+        sound_until(h, all_hold)
+    finally:
+        rec.stop()
+    assert rec.kinds("evicted") == ["ml/a"]
+    readmitted = rec.first("ml/a", "admitted")
+    assert readmitted is not None and readmitted > gone
