@@ -335,6 +335,9 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         )
     if getattr(args, "kueue_config", None):
         extra["kueue_config"] = read_kueue_config(args.kueue_config)
+    policy = read_policy(args.policy, args.moves)
+    if policy.moves.enabled and args.mode != "kueue":
+        log.warning("moves are carried out in --mode kueue only; ignored")
     return ServeConfig(
         mode=args.mode,
         listen=listen,
@@ -364,7 +367,7 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         lease_duration=lease[0],
         renew_deadline=lease[1],
         retry_period=lease[2],
-        policy=read_policy(args.policy, args.moves),
+        policy=policy,
         **extra,
     )
 

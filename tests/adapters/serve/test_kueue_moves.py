@@ -318,3 +318,26 @@ def test_a_pod_disruption_budget_is_never_exceeded_by_a_move(
     assert rec.kinds("evicted") == ["ml/a"]
     readmitted = rec.first("ml/a", "admitted")
     assert readmitted is not None and readmitted > gone
+
+
+def test_a_bad_move_budget_stops_serve_with_the_file_and_field(
+    tmp_path: Path,
+) -> None:
+    """A negative budget in ``--policy``: exit 2 naming the file and field,
+    before anything is contacted; a negative ``--moves``: exit 2 (usage)."""
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("moves:\n  budget:\n    count: -1\n")
+    base = [sys.executable, "-m", "placewise", "serve", "--mode", "kueue"]
+    base += ["--kubeconfig", str(tmp_path / "absent")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    got = subprocess.run(
+        [*base, "--policy", str(bad)], env=env, capture_output=True, timeout=60
+    )
+    assert got.returncode == 2, got.stderr
+    err = got.stderr.decode()
+    assert str(bad) in err and "moves.budget.count" in err
+    assert "Traceback" not in err
+    got = subprocess.run(
+        [*base, "--moves", "-1"], env=env, capture_output=True, timeout=60
+    )
+    assert got.returncode == 2 and b"--moves" in got.stderr
