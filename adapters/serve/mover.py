@@ -171,7 +171,7 @@ class Mover:
             until = time.monotonic() + self.cfg.protect_seconds
             for key in todo:
                 self.builder.protected[key] = until
-            self.metrics.preemptions.labels("workload", "blocked").inc()
+            self.metrics.moves.labels("blocked").inc(len(todo))
             log.info("moves of %s refused (%s); re-planning", ", ".join(todo), refusal)
             self.cache.touch()
             return
@@ -188,6 +188,7 @@ class Mover:
                 ),
             )
             self._going.add(key)
+            self.metrics.moves.labels("evicted").inc()
             log.info("moving workload %s to make room for %s", key, beneficiary)
 
     def _beneficiary(self, state: PlanState, moved: set[str]) -> str | None:

@@ -26,7 +26,7 @@ from placewise.adapters.emulator import KueueControllers
 from placewise.models.moves import MOVABLE_LABEL, MoveRules
 from placewise.models.validate import validate
 from placewise.solver.policy import Policy
-from tests.adapters.serve.conftest import GPU, Harness, pod, wait_for
+from tests.adapters.serve.conftest import GPU, Harness, metric, pod, wait_for
 from tests.adapters.serve.kueue_e2e import (
     Recorder,
     as_admitted,
@@ -301,7 +301,7 @@ def test_a_pod_disruption_budget_is_never_exceeded_by_a_move(
     wait_for(guarded, what="the budget's status")
     rec = Recorder(h.api).start()
     try:
-        h.sidecar(
+        sc = h.sidecar(
             mode="kueue",
             solver="auto",
             time_limit=1.0,
@@ -316,6 +316,9 @@ def test_a_pod_disruption_budget_is_never_exceeded_by_a_move(
     finally:
         rec.stop()
     assert rec.kinds("evicted") == ["ml/a"]
+    # The first plan (deterministic: one worker, seed 0) did propose ``b``.
+    assert metric(sc, "placewise_moves_total", result="blocked") >= 1
+    assert metric(sc, "placewise_moves_total", result="evicted") == 1
     readmitted = rec.first("ml/a", "admitted")
     assert readmitted is not None and readmitted > gone
 
