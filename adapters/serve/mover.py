@@ -91,12 +91,14 @@ class Mover:
         return {m.workload for m in state.plan.moves}
 
     def _pods_by_owner(self) -> dict[str, list[JSON]]:
-        """Live pods bound to a node, under each of their owners' uids."""
+        """Live pods bound to a node, under their owners' uids and their own."""
         out: dict[str, list[JSON]] = {}
         for pod in self.cache.items("Pod"):
             if not (pod.get("spec") or {}).get("nodeName") or not gangmod.is_live(pod):
                 continue
-            for uid in _owner_uids(pod):
+            # Under its owners and under its own uid: a pod group's Workload
+            # is owned by its pods, a Job's shares the Job with them.
+            for uid in _owner_uids(pod) | {str(gangmod.meta(pod).get("uid"))}:
                 out.setdefault(uid, []).append(pod)
         return out
 

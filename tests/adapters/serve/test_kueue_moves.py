@@ -344,3 +344,35 @@ def test_a_bad_move_budget_stops_serve_with_the_file_and_field(
         [*base, "--moves", "-1"], env=env, capture_output=True, timeout=60
     )
     assert got.returncode == 2 and b"--moves" in got.stderr
+
+
+def test_pods_still_up_are_found_for_jobs_and_pod_groups() -> None:
+    """An evicted Workload's bound pods hold their hosts, whether a Job owns
+    both (Job integration) or the pods own the Workload (pod groups);
+    unbound pods and Workloads that hold quota do not count."""
+    from placewise.adapters.serve.informer import Cache
+    from placewise.adapters.serve.mover import Mover
+
+    cache = Cache()
+    job = running("j", "r1-h1")
+    job["metadata"].update(uid="wl-j", ownerReferences=[owner("j")])
+    del job["status"]["admission"]  # released: pending again
+    group = workload("g", 1, 2)
+    group["metadata"].update(
+        uid="wl-g",
+        ownerReferences=[{**owner("x"), "kind": "Pod", "uid": "pod-g"}],
+    )
+    held = running("h", "r2-h2")
+    held["metadata"].update(uid="wl-h", ownerReferences=[owner("h")])
+    for wl in (job, group, held):
+        cache.apply("Workload", "ADDED", wl)
+    pods = [job_pod("j", "r1-h1"), job_pod("h", "r2-h2"), pod("g-0", nodeName="r2-h1")]
+    pods[-1]["metadata"]["uid"] = "pod-g"
+    unbound = job_pod("j", "r1-h1")
+    unbound["metadata"]["name"] = "j-1"
+    del unbound["spec"]["nodeName"]
+    for p in [*pods, unbound]:
+        p["status"] = {"phase": "Running"}
+        cache.apply("Pod", "ADDED", p)
+    mover = Mover(cache, None, None, None, None, lambda: True)  # type: ignore[arg-type]
+    assert mover.still_up() == ({"ml/j", "ml/g"}, {"r1-h1", "r2-h1"})
