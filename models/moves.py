@@ -72,6 +72,8 @@ def movable(w: Workload, rules: MoveRules) -> bool:
     """Whether ``w`` (a running workload) may be moved under ``rules``."""
     if not w.is_running or not w.preemptible or w.admission is None:
         return False
+    if w.evicted:
+        return False  # already on its way out: nothing left to move
     if is_true(w.labels.get(MOVABLE_LABEL)):
         return True
     if rules.priority_at_most is not None and w.priority <= rules.priority_at_most:

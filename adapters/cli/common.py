@@ -78,14 +78,33 @@ def policy_error(path: str, exc: ValueError) -> InstanceError:
     )
 
 
+def read_policy(path: str | None, moves: int | None = None) -> Policy:
+    """``--policy FILE`` (exit 2 with the file and field when bad), with
+    ``--moves K`` over its ``moves.budget.count`` when given."""
+    policy = Policy()
+    if path:
+        raw = load_one(path, "Policy")  # the shared, bounded reader
+        try:
+            policy = Policy.from_mapping(raw)
+        except ValueError as exc:
+            raise policy_error(path, exc) from None
+    return moves_count(policy, moves)
+
+
+def moves_count(policy: Policy, moves: int | None) -> Policy:
+    """``--moves K`` overrides the policy's ``moves.budget.count``."""
+    if moves is None:
+        return policy
+    return replace(policy, moves=policy.moves.model_copy(update={"count": moves}))
+
+
 def with_moves(
     policy: Policy, moves: int | None, snapshot: Snapshot, path: str | None
 ) -> Policy:
     """``--moves K`` over the policy's count; the move policy checked
     against the instance; movable labels on workloads that are not running
     said (labels are set at submission: a warning, not an error)."""
-    if moves is not None:
-        policy = replace(policy, moves=policy.moves.model_copy(update={"count": moves}))
+    policy = moves_count(policy, moves)
     try:
         check_queues(policy.moves, snapshot)
     except PolicyError as exc:
@@ -135,15 +154,3 @@ def solve_each(
         )
         plans.append(plan)
     return plans
-
-
-def read_policy(path: str | None) -> Policy:
-    """``--policy FILE`` of ``solve`` and ``serve`` (one reader, so both
-    take the same keys); no file: the defaults."""
-    if not path:
-        return Policy()
-    raw = load_one(path, "Policy")  # the shared, bounded reader
-    try:
-        return Policy.from_mapping(raw)
-    except ValueError as exc:
-        raise policy_error(path, exc) from None

@@ -24,7 +24,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from placewise.adapters.cli.common import Subparsers, positive_float, read_policy
+from placewise.adapters.cli.common import (
+    Subparsers,
+    non_negative_int,
+    positive_float,
+    read_policy,
+)
 from placewise.adapters.io.documents import read_text
 from placewise.adapters.io.loader import kueue_fair_sharing, load_objects
 from placewise.adapters.serve import multikueue_cli
@@ -242,17 +247,29 @@ def register(subparsers: Subparsers) -> None:
             help=f"seconds {why}, as kube-scheduler's flag (default: %(default)s)",
         )
     p.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="YAML objective policy of every re-solve, as 'placewise solve "
+        "--policy' (lost-work and reversal prices, reservations; every mode "
+        "solves with it); its moves: section lets kueue mode move running "
+        "Workloads",
+    )
+    p.add_argument(
+        "--moves",
+        type=non_negative_int,
+        default=None,
+        metavar="K",
+        help="kueue mode: at most K moves per plan (running Workloads labelled "
+        'placewise.io/movable: "true", or movable by the policy, are evicted '
+        "and admitted again elsewhere to let blocked gangs in); overrides the "
+        "policy's moves.budget.count (default: the policy's, else no moves)",
+    )
+    p.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
         help="json: one JSON object per log line, for log pipelines "
         "(default: %(default)s)",
-    )
-    p.add_argument(
-        "--policy",
-        metavar="FILE",
-        help="YAML objective policy, as 'placewise solve --policy' (lost-work "
-        "and reversal prices, reservations); every mode solves with it",
     )
     p.add_argument(
         "--demo",
@@ -320,7 +337,9 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         )
     if getattr(args, "kueue_config", None):
         extra["kueue_config"] = read_kueue_config(args.kueue_config)
-    extra["policy"] = read_policy(getattr(args, "policy", None))
+    policy = read_policy(args.policy, args.moves)
+    if policy.moves.enabled and args.mode != "kueue":
+        log.warning("moves are carried out in --mode kueue only; ignored")
     return ServeConfig(
         mode=args.mode,
         listen=listen,
@@ -350,6 +369,7 @@ def config_from(args: argparse.Namespace, listen: tuple[str, int]) -> ServeConfi
         lease_duration=lease[0],
         renew_deadline=lease[1],
         retry_period=lease[2],
+        policy=policy,
         **extra,
     )
 

@@ -30,6 +30,7 @@ from placewise.adapters.serve.kube import Kube, Resource
 from placewise.adapters.serve.kueue_mode import KueueAdmitter
 from placewise.adapters.serve.leader import elector
 from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.mover import Mover
 from placewise.adapters.serve.preempt import Preemptor
 from placewise.adapters.serve.server import (
     JSON_TYPE,
@@ -266,6 +267,14 @@ class Sidecar:
                 workloads,
                 self.binder.victims_left,
                 self.may_write,
+                Mover(
+                    self.cache,
+                    cfg,
+                    self.metrics,
+                    self.builder,
+                    self.preemptor,
+                    self.may_write,
+                ),
             )
         self.actuator = Actuator(
             cfg,

@@ -61,7 +61,9 @@ class ServeConfig:
     policy: Policy = field(default_factory=Policy)
     """The objective of every re-solve, in every mode: the lost-work and
     reversal prices (a re-solve reverses a decision acted on only when that
-    pays) and the reservation of a starving workload."""
+    pays) and the reservation of a starving workload; its ``moves`` budget
+    (or ``--moves K``) lets kueue mode move running Workloads to make room
+    for blocked gangs (:mod:`.mover`)."""
     solver_grace: float = 5.0
     """A solve not back within 1.5 x time_limit + this is abandoned for greedy
     (model building is outside the optimizer's own time limit)."""

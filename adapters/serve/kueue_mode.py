@@ -36,8 +36,10 @@ from placewise.adapters.serve.events import Recorder, rfc3339
 from placewise.adapters.serve.informer import Cache
 from placewise.adapters.serve.kube import ApiError, Kube, Resource
 from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.mover import Mover
 from placewise.adapters.serve.preempt import holds_quota, set_condition
 from placewise.adapters.serve.solveloop import PlanState
+from placewise.models.moves import HOSTNAME
 from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
 from placewise.models.quantity import format_units
 from placewise.models.snapshot import Snapshot
@@ -156,6 +158,16 @@ def fits_now(
     return chosen, refused
 
 
+def hosts_of(adm: PlanAdmission) -> set[str]:
+    """The hosts a TAS admission names (its hostname level), if it names any."""
+    out: set[str] = set()
+    for psa in adm.pod_set_assignments:
+        ta = psa.topology_assignment
+        if ta is not None and ta.levels and ta.levels[-1] == HOSTNAME:
+            out |= {d.values[-1] for d in ta.domains}
+    return out
+
+
 def _condition(conds: list[JSON], kind: str) -> JSON | None:
     return next((c for c in conds if c.get("type") == kind), None)
 
@@ -192,11 +204,15 @@ class KueueAdmitter:
         workloads: Resource,
         victims_left: Callable[[PlanState, tuple[str, ...]], list[str]],
         leading: Callable[[], bool],
+        mover: Mover | None = None,
     ) -> None:
         self.kube, self.cache, self.metrics, self.events = kube, cache, metrics, events
         self.res = workloads
         self.victims_left = victims_left
         self.leading = leading
+        self.mover = mover
+        """Carries out the plan's moves; None: plans with moves are not acted
+        on beyond their ordinary admissions."""
         self._refused: dict[str, str] = {}
         self._gated: tuple[int, int, tuple[str, ...]] | None = None
         """Workload -> the last reason the gate gave (logged once)."""
@@ -207,6 +223,11 @@ class KueueAdmitter:
         victims: dict[str, tuple[str, ...]] = {}
         for p in state.plan.preemptions:
             victims[p.preemptor] = (*victims.get(p.preemptor, ()), p.workload)
+        up: tuple[set[str], set[str]] = (set(), set())
+        if self.mover is not None:
+            if state.plan.moves:
+                self.mover.act(state)
+            up = self.mover.still_up()
         ready: list[PlanAdmission] = []
         for adm in state.plan.admissions:
             if adm.workload not in state.built.kueue or not self.leading():
@@ -214,6 +235,9 @@ class KueueAdmitter:
             wl = self.cache.get("Workload", adm.workload)
             if wl is None or holds_quota(wl):
                 continue  # gone, or admitted already (by an earlier round)
+            if adm.workload in up[0] or hosts_of(adm) & up[1]:
+                self._pending(adm.workload, "Pending: evicted pods still to go")
+                continue
             left = self.victims_left(state, victims.get(adm.workload, ()))
             if left:
                 self._pending(

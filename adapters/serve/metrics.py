@@ -49,6 +49,13 @@ class Metrics:
             ["kind", "result"],
             registry=r,
         )
+        self.moves = Counter(
+            "placewise_moves_total",
+            "Kueue mode: moved Workloads evicted, or moves a PodDisruptionBudget "
+            "refused (nothing of that plan's moves evicted).",
+            ["result"],
+            registry=r,
+        )
         self.binds = Counter(
             "placewise_bind_total",
             "Gang bind attempts by result.",

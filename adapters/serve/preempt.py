@@ -128,7 +128,7 @@ class Preemptor:
             if p.workload in state.built.gangs:
                 self._evict_gang(state, p)
             elif p.workload in state.built.kueue and self._still_needed(state, p):
-                self._evict_workload(state, p)
+                self.evict_workload(state, p)
 
     def _still_needed(self, state: PlanState, p: PlanPreemption) -> bool:
         """Kueue evicts only for a preemptor that is still pending.  A plan is
@@ -255,7 +255,7 @@ class Preemptor:
         parts = [cq] + (snap.ancestors(queue) if queue is not None else [])
         return "/" + "/".join(reversed(parts))
 
-    def _evict_workload(self, state: PlanState, p: PlanPreemption) -> None:
+    def evict_workload(self, state: PlanState, p: PlanPreemption) -> None:
         """Mark a Kueue Workload evicted the way Kueue's IssuePreemptions does."""
         if self.workloads is None:
             return

@@ -26,7 +26,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -253,7 +253,7 @@ class SnapshotBuilder:
         self._mark_gang_pods(tables, views)
         self._adjust(tables["workloads"], now)
         self.decoder.prune()
-        facts = Facts.of(tables)
+        facts = replace(Facts.of(tables), refused=frozenset(self.protected))
         change, kept = held_back(tables["workloads"], baseline, facts)
         if self.cfg.mode != "kueue":
             # Gangs' binds and evictions are pod changes: not enforced there.

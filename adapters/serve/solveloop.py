@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from placewise.adapters.serve.config import ServeConfig
 from placewise.adapters.serve.gangs import meta
@@ -31,6 +31,7 @@ from placewise.adapters.serve.metrics import Metrics
 from placewise.adapters.serve.placement import GangPlan, Projector, node_usage
 from placewise.adapters.serve.snapshot import Built, SnapshotBuilder, node_of
 from placewise.adapters.serve.stability import Baseline
+from placewise.models.moves import MoveRules
 from placewise.models.plan import Plan, PlanPending, SolverInfo
 from placewise.models.snapshot import Snapshot
 from placewise.models.validate import validate
@@ -241,13 +242,13 @@ class SolveLoop:
         return self._timed(snap, "greedy")
 
     def _timed(self, snap: Snapshot, solver: str) -> Plan:
+        policy = self.cfg.policy
+        if self.cfg.mode != "kueue":  # only kueue mode carries moves out
+            policy = replace(policy, moves=MoveRules())
         started = time.monotonic()
         result = "ok"
         try:
-            return solve(
-                snap,
-                SolveParams.of(self.cfg, solver=solver),
-            )
+            return solve(snap, SolveParams.of(self.cfg, solver=solver, policy=policy))
         except Exception:
             result = "error"
             raise

@@ -23,7 +23,9 @@ Something changed, precisely, when between two solves:
   readiness or schedulability;
 * the node usage of bound non-TAS pods changed (one bound, finished, deleted);
 * a ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Topology,
-  (Workload)PriorityClass or Namespace changed.
+  (Workload)PriorityClass or Namespace changed;
+* a PodDisruptionBudget refused an eviction or a move (or that refusal
+  expired): the plan that chose it cannot happen, so another may.
 
 Not a change: a Workload's status (admission, QuotaReserved, Admitted,
 Evicted, Preempted, Requeued), which is what the loop and Kueue's controllers
@@ -85,6 +87,10 @@ class Facts:
     nodes: Mapping[str, Any]
     pods: Mapping[str, tuple[Any, ...]]
     config: Mapping[str, Mapping[str, Any]]
+    refused: frozenset[str] = frozenset()
+    """Workloads a PodDisruptionBudget keeps in place for now (the
+    builder's ``protected``): a refusal is news from the outside world, so
+    the next solve is free to pick other victims or moves."""
 
     @staticmethod
     def of(tables: Mapping[str, Mapping[str, Any]]) -> Facts:
@@ -118,6 +124,8 @@ class Facts:
             )
             if found:
                 return found
+        if self.refused != before.refused:
+            return "a PodDisruptionBudget refusal began or ended"
         return None
 
 
