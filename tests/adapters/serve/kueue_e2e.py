@@ -185,22 +185,19 @@ def settle(
 
 def settled(sc: Sidecar, api: client.ApiClient) -> bool:
     """The loop is at a fixed point: its last plan was made from exactly the
-    Workloads the API server serves now (the same ones hold quota, the same
-    ones wait), that plan asks for no admission and no preemption, and no
-    eviction is still waiting for its job to stop.  Nothing but a change in
+    Workloads the API server serves now (the same names at the same
+    resourceVersions), that plan asks for no admission and no preemption, and
+    no eviction is still waiting for its job to stop.  Nothing but a change in
     the cluster can make it write again."""
     solves, state = sc.loop.solves, sc.loop.state
     if state is None or state.plan.admissions or state.plan.preemptions:
         return False
-    seen = state.built.snapshot.workloads
-    for obj in read_workloads(api):
-        if _conds(obj).get("Finished") == "True":
-            continue
-        if holds(obj) and _conds(obj).get("Evicted") == "True":
-            return False  # the Kueue stand-in has yet to release it
-        w = seen.get(key_of(obj))
-        if w is None or w.is_running != holds(obj) or w.is_pending == holds(obj):
-            return False
+    served = {key_of(o): o for o in read_workloads(api)}
+    solved = {k: o["metadata"].get("resourceVersion") for k, o in state.built.kueue.items()}
+    if solved != {k: o["metadata"].get("resourceVersion") for k, o in served.items()}:
+        return False
+    if any(holds(o) and _conds(o).get("Evicted") == "True" for o in served.values()):
+        return False  # the Kueue stand-in has yet to release it
     return sc.loop.solves == solves and sc.loop.state is state
 
 
