@@ -86,11 +86,17 @@ def key_of(obj: JSON) -> str:
     return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
 
 
+def list_workloads(custom: client.CustomObjectsApi) -> JSON:
+    """Every Workload, as the API server serves the list (plain JSON)."""
+    raw: Any = custom.list_cluster_custom_object(
+        KUEUE_GROUP, VERSION, "workloads", _preload_content=False
+    )
+    return dict(json.loads(raw.data))
+
+
 def cluster_and_templates(nodes: int, seed: int) -> tuple[list[JSON], list[JSON]]:
     """The family's cluster without its work, and its Workloads as templates."""
-    objects = generate(
-        family("default").with_overrides(nodes=nodes, pending=200), seed
-    )
+    objects = generate(family("default").with_overrides(nodes=nodes, pending=200), seed)
     cluster = [o for o in objects if o["kind"] not in ("Workload", "Pod")]
     templates = []
     for o in objects:
@@ -101,7 +107,9 @@ def cluster_and_templates(nodes: int, seed: int) -> tuple[list[JSON], list[JSON]
             for k, v in o["metadata"].items()
             if k not in ("uid", "creationTimestamp", "resourceVersion")
         }
-        templates.append({**{k: v for k, v in o.items() if k != "status"}, **{"metadata": meta}})
+        templates.append(
+            {**{k: v for k, v in o.items() if k != "status"}, **{"metadata": meta}}
+        )
     return cluster, templates
 
 
@@ -130,17 +138,13 @@ class Watcher:
         custom = client.CustomObjectsApi(self.api)
         while not self._stop.is_set():
             with contextlib.suppress(Exception):  # a dropped watch: list again
-                listed = json.loads(
-                    custom.list_cluster_custom_object(
-                        KUEUE_GROUP, VERSION, "workloads", _preload_content=False
-                    ).data
-                )
+                listed = list_workloads(custom)
                 present = {key_of(o) for o in listed["items"]}
                 for gone in set(self._state) - present:
                     del self._state[gone]
                 for obj in listed["items"]:
                     self.saw(obj)
-                self._watch = watch.Watch()
+                self._watch = watch.Watch()  # type: ignore[no-untyped-call]
                 for ev in self._watch.stream(
                     custom.list_cluster_custom_object,
                     KUEUE_GROUP,
@@ -159,7 +163,9 @@ class Watcher:
         key, c = key_of(obj), conditions(obj)
         held, evicted = holds(obj), c.get("Evicted") == "True"
         finished = c.get("Finished") == "True"
-        admission = json.dumps((obj.get("status") or {}).get("admission"), sort_keys=True)
+        admission = json.dumps(
+            (obj.get("status") or {}).get("admission"), sort_keys=True
+        )
         was = self._state.get(key, (False, False, False, ""))
         if held and not was[0]:
             self.counts["admitted"] += 1
@@ -191,7 +197,9 @@ def overcommits(cluster: list[JSON], workloads: list[JSON]) -> list[str]:
             pending.append(PlanPending(workload=key_of(obj), reason="pending"))
             continue
         one: list[Any] = []
-        (w,) = decode_objects([RawObject(obj, "cluster", None)], one)[0].workloads.values()
+        (w,) = decode_objects([RawObject(obj, "cluster", None)], one)[
+            0
+        ].workloads.values()
         assert w.admission is not None
         admissions.append(
             PlanAdmission(
@@ -294,11 +302,7 @@ class Soak:
         self.created.add(key_of(obj))
 
     def read_back(self, now: float) -> list[JSON]:
-        items: list[JSON] = json.loads(
-            self.custom.list_cluster_custom_object(
-                KUEUE_GROUP, VERSION, "workloads", _preload_content=False
-            ).data
-        )["items"]
+        items: list[JSON] = list_workloads(self.custom)["items"]
         present = {key_of(o) for o in items}
         self.lost |= self.created - self.deleted - present
         self.overcommit += overcommits(self.cluster, items)
@@ -387,7 +391,9 @@ def loop(args: argparse.Namespace, soak: Soak, pid: int, rng: random.Random) -> 
         time.sleep(max(0.0, min(next_arrival, next_sample, end) - time.monotonic()))
 
 
-def report(args: argparse.Namespace, soak: Soak, watcher: Watcher, metrics: JSON) -> int:
+def report(
+    args: argparse.Namespace, soak: Soak, watcher: Watcher, metrics: JSON
+) -> int:
     pts = [(s["minute"], s["rss_mib"]) for s in soak.samples]
     span = pts[-1][0] if pts else 0.0
     window = min(30.0, span / 2) if span < 60 else 30.0
@@ -399,12 +405,13 @@ def report(args: argparse.Namespace, soak: Soak, watcher: Watcher, metrics: JSON
         f"(whole run {slope(pts):+.3f}; {len(pts)} samples every {args.sample:g} s)"
     )
     c = watcher.counts
+    solves = metrics.get("placewise_solve_duration_seconds_count", 0.0)
+    solving = metrics.get("placewise_solve_duration_seconds_sum", 0.0)
     print(
         f"work: {len(soak.created)} arrived, {c['admitted']} admissions, "
         f"{c['evicted']} evictions, {c['released']} releases, {c['finished']} "
         f"finished, {len(soak.deleted)} deleted after finishing; solves "
-        f"{metrics.get('placewise_solve_duration_seconds_count', 0):.0f} (mean "
-        f"{metrics.get('placewise_solve_duration_seconds_sum', 0) / max(metrics.get('placewise_solve_duration_seconds_count', 0), 1):.2f} s)"
+        f"{solves:.0f} (mean {solving / max(solves, 1):.2f} s)"
     )
     rules = Counter(v.split(":")[0] for v in soak.overcommit)
     print(
@@ -423,12 +430,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--nodes", type=int, default=32)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--gap", type=float, default=4.0, help="mean seconds between arrivals")
+    p.add_argument(
+        "--gap", type=float, default=4.0, help="mean seconds between arrivals"
+    )
     p.add_argument("--finish-after", type=float, default=60.0)
     p.add_argument("--release-after", type=float, default=1.0)
     p.add_argument("--gc-after", type=float, default=30.0)
     p.add_argument("--sample", type=float, default=10.0)
-    p.add_argument("--print-every", type=int, default=6, help="samples per progress line")
+    p.add_argument(
+        "--print-every", type=int, default=6, help="samples per progress line"
+    )
     p.add_argument("--solver", default="auto", choices=("auto", "cpsat", "greedy"))
     p.add_argument("--time-limit", type=float, default=2.0)
     p.add_argument("--samples-out", metavar="FILE")

@@ -193,7 +193,9 @@ def settled(sc: Sidecar, api: client.ApiClient) -> bool:
     if state is None or state.plan.admissions or state.plan.preemptions:
         return False
     served = {key_of(o): o for o in read_workloads(api)}
-    solved = {k: o["metadata"].get("resourceVersion") for k, o in state.built.kueue.items()}
+    solved = {
+        k: o["metadata"].get("resourceVersion") for k, o in state.built.kueue.items()
+    }
     if solved != {k: o["metadata"].get("resourceVersion") for k, o in served.items()}:
         return False
     if any(holds(o) and _conds(o).get("Evicted") == "True" for o in served.values()):

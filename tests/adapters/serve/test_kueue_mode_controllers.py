@@ -32,6 +32,7 @@ from tests.adapters.serve.test_kueue_mode import (
     workload,
 )
 
+
 def start(
     harness_factory: Callable[..., Harness], objects: list[dict[str, Any]], solver: str
 ) -> tuple[Harness, Any, Recorder]:

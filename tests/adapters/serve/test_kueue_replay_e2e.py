@@ -145,15 +145,11 @@ def test_replay_window_through_serve(harness_factory: Callable[..., Harness]) ->
     # preemptor its Preempted message names, and no plan's victim was
     # unneeded or freed room for another queue.
     uids = {o["metadata"]["uid"]: key_of(o) for o in final}
-    planned = {
-        (p.workload, p.preemptor) for s in published for p in s.plan.preemptions
-    }
+    planned = {(p.workload, p.preemptor) for s in published for p in s.plan.preemptions}
     evicted = rec.kinds("evicted")
     for key in set(evicted):
         obj = next(o for o in final if key_of(o) == key)
-        cond = next(
-            c for c in obj["status"]["conditions"] if c["type"] == "Preempted"
-        )
+        cond = next(c for c in obj["status"]["conditions"] if c["type"] == "Preempted")
         match = UID_IN_MESSAGE.search(cond["message"])
         assert match, cond
         assert (key, uids[match.group(1)]) in planned, (key, cond)
