@@ -263,6 +263,10 @@ class Preemptor:
             wl = self.cache.get("Workload", p.workload)
             if wl is None or not self.leading():  # re-checked at each write
                 return
+            if not holds_quota(wl):
+                # Finished (or released) since the plan was made: its room is
+                # free already, and Kueue never evicts a finished Workload.
+                return
             status = wl.get("status") or {}
             conds = list(status.get("conditions") or [])
             if any(

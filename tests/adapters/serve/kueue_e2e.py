@@ -183,6 +183,42 @@ def settle(
     raise AssertionError(f"the loop did not settle in {timeout}s: {rec.events[-5:]}")
 
 
+def settled(sc: Sidecar, api: client.ApiClient) -> bool:
+    """The loop is at a fixed point: its last plan was made from exactly the
+    Workloads the API server serves now (the same names at the same
+    resourceVersions), that plan asks for no admission and no preemption, and
+    no eviction is still waiting for its job to stop.  Nothing but a change in
+    the cluster can make it write again."""
+    solves, state = sc.loop.solves, sc.loop.state
+    if state is None or state.plan.admissions or state.plan.preemptions:
+        return False
+    served = {key_of(o): o for o in read_workloads(api)}
+    solved = {
+        k: o["metadata"].get("resourceVersion") for k, o in state.built.kueue.items()
+    }
+    if solved != {k: o["metadata"].get("resourceVersion") for k, o in served.items()}:
+        return False
+    if any(holds(o) and _conds(o).get("Evicted") == "True" for o in served.values()):
+        return False  # the Kueue stand-in has yet to release it
+    return sc.loop.solves == solves and sc.loop.state is state
+
+
+def until_settled(sc: Sidecar, api: client.ApiClient, timeout: float = 120.0) -> None:
+    """Poll :func:`settled`; the timeout only bounds a loop that never gets
+    there (generous: a slow solve under coverage on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if settled(sc, api):
+            return
+        time.sleep(0.1)
+    state = sc.loop.state
+    raise AssertionError(
+        f"the loop did not settle in {timeout}s: last plan "
+        f"{state.plan if state else None}, workloads "
+        f"{[(key_of(o), holds(o), _conds(o)) for o in read_workloads(api)]}"
+    )
+
+
 def read_workloads(api: client.ApiClient) -> list[JSON]:
     resp = client.CustomObjectsApi(api).list_cluster_custom_object(
         KUEUE, "v1beta2", "workloads", _preload_content=False

@@ -206,11 +206,8 @@ def test_admission_uses_v1beta1_levels_domains_when_only_v1beta1_is_served(
         emu.stop()
 
 
-def test_preemption_marks_victim_evicted_and_admits_after_release(harness_factory):
-    """A high-priority Workload needs the quota a running one holds: the victim
-    gets Evicted (Preempted) and Preempted (InClusterQueue) with Kueue's message;
-    the preemptor is admitted only after the victim's quota is released (here by
-    the test, playing Kueue's job controller)."""
+def running_low() -> dict:
+    """``low`` (2 pods x 4 GPUs) admitted in ``cq`` on r1-h1 and r1-h2."""
     low = workload("low", 2, 4)
     low["status"] = {
         "admission": {
@@ -248,6 +245,15 @@ def test_preemption_marks_victim_evicted_and_admits_after_release(harness_factor
             },
         ],
     }
+    return low
+
+
+def test_preemption_marks_victim_evicted_and_admits_after_release(harness_factory):
+    """A high-priority Workload needs the quota a running one holds: the victim
+    gets Evicted (Preempted) and Preempted (InClusterQueue) with Kueue's message;
+    the preemptor is admitted only after the victim's quota is released (here by
+    the test, playing Kueue's job controller)."""
+    low = running_low()
     h = harness_factory([*kueue_objects(gpu_quota=8), low])
     h.sidecar(mode="kueue")
     h.create(workload("high", 2, 4, priority=100))
@@ -303,6 +309,51 @@ def test_preemption_marks_victim_evicted_and_admits_after_release(harness_factor
         lambda: [e for e in h.events("Preempted") if e["regarding"]["name"] == "low"],
         what="event",
     )
+
+
+def test_a_victim_that_finished_meanwhile_is_not_evicted(harness_factory):
+    """A plan is acted on after it was made: when its victim finished in
+    between (the job's controller wrote Finished), the victim holds nothing
+    any more and must not be marked Evicted, as Kueue never evicts a finished
+    Workload.  The plan that preempted ``low`` is replayed against the
+    cluster after ``low`` finished."""
+    h = harness_factory([*kueue_objects(gpu_quota=8), running_low()])
+    sc = h.sidecar(mode="kueue")
+    published = []
+    publish = sc.loop.publish
+    sc.loop.publish = lambda state: (published.append(state), publish(state))
+    h.create(workload("high", 2, 4, priority=100))
+    wait_for(
+        lambda: condition(get_workload(h, "low"), "Evicted").get("status") == "True",
+        what="low evicted",
+    )
+    state = next(
+        s for s in published if any(p.workload == "ml/low" for p in s.plan.preemptions)
+    )
+    (p,) = [p for p in state.plan.preemptions if p.workload == "ml/low"]
+    low = get_workload(h, "low")
+    done = {
+        "type": "Finished",
+        "status": "True",
+        "reason": "Succeeded",
+        "message": "Job finished successfully",
+        "lastTransitionTime": "2026-01-01T00:05:00Z",
+    }
+    kept = [
+        c
+        for c in low["status"]["conditions"]
+        if c["type"] not in ("Evicted", "Preempted")
+    ]
+    h.custom.patch_namespaced_custom_object_status(
+        KUEUE, "v1beta2", "ml", "workloads", "low",
+        {"status": {"conditions": [*kept, done]}},
+    )  # fmt: skip
+    wait_for(
+        lambda: condition(sc.loop.cache.get("Workload", "ml/low") or {}, "Finished"),
+        what="the sidecar sees low finished",
+    )
+    sc.preemptor._evict_workload(state, p)
+    assert condition(get_workload(h, "low"), "Evicted") == {}
 
 
 def test_elastic_slice_admitted_and_its_old_slice_finished(harness_factory):

@@ -1,6 +1,10 @@
 """``serve --mode kueue`` with the emulator's Kueue controller stand-in: a
 preemption completes (the victim's reservation is cleared), and only then is
-its preemptor admitted; a completion frees room for what waits."""
+its preemptor admitted; a completion frees room for what waits.
+
+Each step waits until the loop is at a fixed point (:func:`until_settled`: its
+last plan was made from the Workloads the API serves now and asks for nothing
+more), not for a quiet spell, so a slow solve cannot pass for a settled one."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from tests.adapters.serve.kueue_e2e import (
     as_admitted,
     generated,
     read_workloads,
-    settle,
+    until_settled,
 )
 from tests.adapters.serve.test_kueue_mode import (
     KUEUE,
@@ -27,11 +31,6 @@ from tests.adapters.serve.test_kueue_mode import (
     kueue_objects,
     workload,
 )
-
-QUIET = 3.0
-"""Seconds without a solve or an event that count as settled: longer than a
-solve (time limit 1 s, plus settling and validation under coverage), so a
-solve still running is not taken for quiet."""
 
 
 def start(
@@ -57,11 +56,11 @@ def test_preemption_completes_then_preemptor_is_admitted(
     try:
         low = workload("low", 4, 4)
         h.create(low)
-        settle(sc, rec, quiet=QUIET)
+        until_settled(sc, h.api)
         assert rec.kinds("admitted") == ["ml/low"]
         high = workload("high", 2, 4, priority=100)
         h.create(high)
-        settle(sc, rec, quiet=QUIET)
+        until_settled(sc, h.api)
     finally:
         rec.stop()
     assert rec.kinds("evicted") == ["ml/low"]
@@ -90,9 +89,9 @@ def test_completion_frees_room_for_what_waits(
     h, sc, rec = start(harness_factory, objects, "auto")
     try:
         h.create(workload("first", 4, 4))
-        settle(sc, rec, quiet=QUIET)
+        until_settled(sc, h.api)
         h.create(workload("next", 2, 4))
-        settle(sc, rec, quiet=QUIET)
+        until_settled(sc, h.api)
         assert rec.kinds("admitted") == ["ml/first"]
         first = get_workload(h, "first")
         conds = [
@@ -113,7 +112,7 @@ def test_completion_frees_room_for_what_waits(
             "first",
             {"status": {"conditions": conds}},
         )
-        settle(sc, rec, quiet=QUIET)
+        until_settled(sc, h.api)
     finally:
         rec.stop()
     assert rec.kinds("admitted") == ["ml/first", "ml/next"]
@@ -137,7 +136,7 @@ def test_generated_cluster_with_controllers(
     objects = generated(nodes, pending, seed)
     h, sc, rec = start(harness_factory, objects, solver)
     try:
-        settle(sc, rec, quiet=QUIET)
+        until_settled(sc, h.api)
     finally:
         rec.stop()
     final = {
