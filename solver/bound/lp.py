@@ -17,7 +17,8 @@ from placewise.solver.cpsat.tuning import LARGE_CELLS
 from placewise.solver.highs import Arrays, run_highs, run_pulp
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.policy import Policy
-from placewise.solver.problem.data import ModelData, compile_problem, outside_demand
+from placewise.solver.problem.compile import Problem, compile_problem
+from placewise.solver.problem.data import ModelData, outside_demand
 
 LpSolver = Literal["highs", "cbc"]
 TOLERANCE = 1e-6
@@ -65,7 +66,7 @@ def _outside(data: ModelData, accelerators: Sequence[str]) -> int:
 
 def _solve(
     snapshot: Snapshot,
-    data: ModelData,
+    problem: Problem,
     mode: Mode,
     solver: LpSolver,
     accelerators: Sequence[str],
@@ -75,8 +76,10 @@ def _solve(
     policy = Policy(
         objective="gpus", accelerators=tuple(accelerators), preemption_price=0.0
     )
-    model = CPModel(data, CpSatParams(policy=policy), mode)
-    constant = running_gpus(snapshot, accelerators) + _outside(data, accelerators)
+    model = CPModel(problem, CpSatParams(policy=policy), mode)
+    constant = running_gpus(snapshot, accelerators) + _outside(
+        problem.data, accelerators
+    )
     if not model.stages:
         return float(constant), "lp-" + solver, "no decision", 0, 0
     objective = [(c, x.index) for c, x in model.stages[0].terms]
@@ -108,17 +111,16 @@ def lp_bound(
     aggregate ceiling, the relaxed model's LP, is then the bound, and
     ``status`` says so. It is still a valid bound, only a looser one."""
     start = time.perf_counter()
-    data = compile_problem(snapshot)
-    assert data.layout is not None
-    cells = data.layout.cells
+    problem = compile_problem(snapshot)
+    cells = problem.layout.cells
     if cells > LARGE_CELLS:
         lp, how, cols, rows = None, "aggregate", 0, 0
         status = f"full model skipped: {cells} candidate cells > {LARGE_CELLS}"
     else:
         lp, how, status, cols, rows = _solve(
-            snapshot, data, "bound", solver, accelerators, mip_seconds
+            snapshot, problem, "bound", solver, accelerators, mip_seconds
         )
-    agg, *_ = _solve(snapshot, data, "relaxed", solver, accelerators, 0.0)
+    agg, *_ = _solve(snapshot, problem, "relaxed", solver, accelerators, 0.0)
     aggregate = agg if agg is not None else math.inf
     method, value = "aggregate", aggregate
     if lp is not None and lp <= aggregate:

@@ -51,26 +51,24 @@ from placewise.solver.kueue.fairsharing import (
 )
 from placewise.solver.lost_work import lost_work
 from placewise.solver.policy import Policy, primary_vector
-from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
-from placewise.solver.problem.layout import Layout, plan_domains, restrict
+from placewise.solver.problem.compile import Problem, compile_problem
+from placewise.solver.problem.layout import plan_domains, restrict
 from placewise.solver.settle import settle_preemptions
 
 log = logging.getLogger("placewise.cpsat")
 
 
-def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelData:
+def _keep_unsupported(snapshot: Snapshot, problem: Problem, warm: Plan) -> Problem:
+    """The problem compiled again with the workloads the model cannot express
+    decided as the warm start decided them (their usage counted as running,
+    the running slices elastic slices replace gone with it).  The second
+    compile is needed: which workloads these are, and the warm start's
+    decision for them, are known only after the first (best-fit's warm start
+    reads the compiled problem)."""
     admitted = {a.workload: a for a in warm.admissions}
-    keep = [admitted[k] for k in sorted(data.unsupported) if k in admitted]
-    if keep:
-        # Workloads the model cannot express keep the warm start's decision;
-        # the running slices kept elastic slices replace are gone with it.
-        data = compile_problem(
-            snapshot,
-            fixed={a.workload: admitted_info(snapshot, a) for a in keep},
-            removed=frozenset(a.replaces for a in keep if a.replaces),
-        )
-        data.fixed_admissions = keep
-    return data
+    unsupported = problem.data.unsupported
+    keep = [admitted[k] for k in sorted(unsupported) if k in admitted]
+    return compile_problem(snapshot, keep) if keep else problem
 
 
 def saturated(snapshot: Snapshot) -> bool:
@@ -101,7 +99,7 @@ def _fallback(warm: Plan, limit: Budget, why: str) -> Plan:
 
 
 def _warm_start(
-    snapshot: Snapshot, data: ModelData, params: CpSatParams, given: Plan | None
+    snapshot: Snapshot, problem: Problem, params: CpSatParams, given: Plan | None
 ) -> tuple[Plan, dict[str, str], Plan | None]:
     """The better of best-fit and (when affordable) Kueue's greedy, with the
     greedy's pending reasons, and the greedy's plan when it ran.  A ``given``
@@ -109,7 +107,7 @@ def _warm_start(
     instead."""
     if given is not None:
         return given, {p.workload: p.reason for p in given.pending}, None
-    bfd = best_fit(data)
+    bfd = best_fit(problem)
     cells = len(snapshot.admissible()) * max(len(snapshot.nodes), 1)
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
         log.info("cpsat: warm start best-fit (the greedy would not fit the budget)")
@@ -148,9 +146,8 @@ class _Start:
     """The caller's snapshot (Kueue's greedy is reported on it)."""
     snapshot: Snapshot
     """The snapshot as the model sees it (work about to finish left alone)."""
-    data: ModelData
-    layout: Layout
-    """``data.layout``, which :func:`compile_problem` sets."""
+    problem: Problem
+    """Compiled once, or twice by :func:`_keep_unsupported`."""
     warm: Plan
     """The warm start: the floor of the result, and the search's first hint."""
     reasons: dict[str, str]
@@ -176,7 +173,7 @@ def _solve_cpsat(
     if limit.remaining() < MIN_BUDGET:
         return _fallback(start.warm, limit, "the warm start used the time limit")
     log.info("cpsat: compiled and warm-started in %.1fs", limit.spent())
-    if start.layout.cells > LARGE_CELLS:
+    if start.problem.layout.cells > LARGE_CELLS:
         return _large(start, params, limit)
     model, restricted = _build(start, params, limit)
     if limit.remaining() < MIN_BUDGET:
@@ -189,7 +186,7 @@ def _solve_cpsat(
     # model after the search (the full model's stages bound their own GPUs).
     priced = restricted and any(st.costs for st in model.stages)
     search = end.short_of(RELAXED_SHARE * limit.seconds) if priced else end
-    relaxed = CPModel(start.data, params, "relaxed") if restricted else None
+    relaxed = CPModel(start.problem, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
         model,
@@ -212,10 +209,12 @@ def _solve_cpsat(
     tiers, total_bound = tier_report(
         start.snapshot, searched, plan, values, results, pol, restricted
     )
-    tiers, total_bound = allow_outside(start.data, plan, pol, tiers, total_bound)
+    tiers, total_bound = allow_outside(
+        start.problem.data, plan, pol, tiers, total_bound
+    )
     if priced:
         tiers, total_bound = gpu_bounds(
-            start.snapshot, start.data, params, plan, end, model.stages, tiers
+            start.snapshot, start.problem, params, plan, end, model.stages, tiers
         )
     tiers = with_greedy(start.given, tiers, _kueue(start), pol)
     return _solved(plan, "OPTIMAL" if done else "FEASIBLE", limit, tiers, total_bound)
@@ -227,30 +226,29 @@ def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start
     fixed at the warm start's decision."""
     given = snapshot
     snapshot = _leave_to_finish(snapshot, params.policy)
-    data = compile_problem(snapshot)
-    warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
+    problem = compile_problem(snapshot)
+    warm, reasons, kueue = _warm_start(snapshot, problem, params, warm)
     warm = settle_preemptions(snapshot, warm)
-    data = _keep_unsupported(snapshot, data, warm)
-    assert data.layout is not None
-    return _Start(given, snapshot, data, data.layout, warm, reasons, kueue)
+    problem = _keep_unsupported(snapshot, problem, warm)
+    return _Start(given, snapshot, problem, warm, reasons, kueue)
 
 
 def _build(start: _Start, params: CpSatParams, limit: Budget) -> tuple[CPModel, bool]:
     """The CP model; beyond RESTRICT_CELLS on each pod set's roomiest
     domains only (then ``True``: its stages prove nothing about the full
     problem)."""
-    data = start.data
-    restricted = start.layout.cells > RESTRICT_CELLS
+    data, layout = start.problem.data, start.problem.layout
+    restricted = layout.cells > RESTRICT_CELLS
     if restricted:
-        keep = plan_domains(data, start.layout, start.warm.admissions)
-        restrict(data, start.layout, keep, RESTRICT_TO)
-    model = CPModel(data, params)
+        keep = plan_domains(data, layout, start.warm.admissions)
+        restrict(data, layout, keep, RESTRICT_TO)
+    model = CPModel(start.problem, params)
     log.info("cpsat: model of %d variables built at %.1fs", model.size, limit.spent())
     log.debug(
         "cpsat: %d constraints, %d stages, %d cells",
         len(model.model.Proto().constraints),
         len(model.stages),
-        start.layout.cells,
+        start.problem.layout.cells,
     )
     return model, restricted
 
@@ -282,8 +280,8 @@ def _fairness_floor(start: _Start, model: CPModel) -> Fraction | None:
 def _finished(start: _Start, searched: Plan) -> Plan:
     """The searched plan filled with what still fits, its victims settled,
     its pending workloads' reasons said."""
-    plan = settle_preemptions(start.snapshot, fill(start.data, searched))
-    return _with_reasons(plan, explain(start.data, plan))
+    plan = settle_preemptions(start.snapshot, fill(start.problem, searched))
+    return _with_reasons(plan, explain(start.problem, plan))
 
 
 def _refused(
@@ -347,11 +345,11 @@ def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     """Beyond LARGE_CELLS the full model would not build and search within
     the budget: the warm start, filled with what still fits, is the plan,
     and the relaxed model proves each tier's bound."""
-    data = start.data
-    plan = fill(data, start.warm)
-    plan = _with_reasons(plan, {**start.reasons, **explain(data, plan)})
+    problem = start.problem
+    plan = fill(problem, start.warm)
+    plan = _with_reasons(plan, {**start.reasons, **explain(problem, plan)})
     tiers, total_bound = relaxed_tiers(
-        start.snapshot, data, unpriced(params), plan, limit.less_margin()
+        start.snapshot, problem, unpriced(params), plan, limit.less_margin()
     )
     return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
 

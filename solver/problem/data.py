@@ -10,7 +10,7 @@ placements are integer counts per leaf, never Booleans per pod.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,6 @@ from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.kueue.workload import WlInfo, running_info
 
 if TYPE_CHECKING:
-    from placewise.solver.problem.layout import Layout
     from placewise.solver.problem.pairs import Pair
 
 IntArray = npt.NDArray[np.int64]
@@ -138,8 +137,7 @@ class ModelData:
     strict_chains: list[list[int]]
     unsupported: dict[str, str]
     fixed_admissions: list[PlanAdmission] = field(default_factory=list)
-    layout: Layout | None = None
-    """The aggregated TAS placement (:func:`compile_problem` sets it)."""
+    """Admissions the model takes as decided (counted in ``base_usage``)."""
     cache: dict[str, dict[Any, Any]] = field(default_factory=dict)
     """Per-solve memo of derived arrays (leaf capacity, node masks)."""
     inadmissible: set[str] = field(default_factory=set)
@@ -237,11 +235,13 @@ def compile_data(
     fixed: dict[str, WlInfo] | None = None,
     removed: frozenset[str] = frozenset(),
     exclude: dict[str, str] | None = None,
+    decided: Sequence[PlanAdmission] = (),
 ) -> ModelData:
     """``free``: pending workloads the model decides (default: all admissible);
     ``fixed``: already-decided admissions counted as running; ``removed``:
     running workloads already decided to be preempted (their usage is gone);
-    ``exclude``: workloads left out of the model, with why."""
+    ``exclude``: workloads left out of the model, with why; ``decided``: the
+    plan admissions behind ``fixed``, which every decoded plan carries."""
     tree = QuotaTree(snap)
     leaves, topos = _leaf_tables(snap)
     holders: list[WlInfo] = [
@@ -260,7 +260,9 @@ def compile_data(
         if info.key in (fixed or {}) or not info.preemptible:
             continue  # holds its usage, but no plan may evict it
         victims.append(VictimData(len(victims), info, leaf_usage))
-    data = ModelData(snap, tree, [], [], [], victims, leaves, topos, base, {}, [], {})
+    data = ModelData(
+        snap, tree, [], [], [], victims, leaves, topos, base, {}, [], {}, list(decided)
+    )
     chosen = (
         list(free)
         if free is not None
@@ -422,29 +424,3 @@ def _add_chains(data: ModelData) -> None:
     for members in by_cq.values():
         members.sort(key=lambda wd: queue_order(wd.obj))
         data.strict_chains.append([wd.idx for wd in members])
-
-
-def compile_problem(
-    snap: Snapshot,
-    free: Iterable[Workload] | None = None,
-    fixed: dict[str, WlInfo] | None = None,
-    removed: frozenset[str] = frozenset(),
-) -> ModelData:
-    """:func:`compile_data` plus the aggregated placement; workloads whose
-    topology request the placement cannot express are left out (with why)."""
-    from placewise.solver.problem.layout import build_layout
-    from placewise.solver.problem.pairs import add_pairs
-
-    data = compile_data(snap, free, fixed, removed)
-    add_pairs(data)
-    layout = build_layout(data)
-    if layout.unsupported:
-        bad = {
-            data.workloads[data.pod_sets[p].wl].key: why
-            for p, why in layout.unsupported.items()
-        }
-        data = compile_data(snap, free, fixed, removed, exclude=bad)
-        add_pairs(data)
-        layout = build_layout(data)
-    data.layout = layout
-    return data

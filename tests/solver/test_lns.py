@@ -25,7 +25,7 @@ from placewise.solver.cpsat.search.stages import StageResult, proved_later, solv
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.highs import run_highs
 from placewise.solver.policy import Policy, primary_vector
-from placewise.solver.problem.data import compile_problem
+from placewise.solver.problem.compile import compile_problem
 
 
 def _fragmented() -> Snapshot:

@@ -36,6 +36,7 @@ from placewise.solver.kueue.order import candidate_order, queue_order
 from placewise.solver.kueue.preemption import satisfies_policy
 from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.problem.compile import Problem
 from placewise.solver.problem.data import (
     ModelData,
     PodSetData,
@@ -156,11 +157,10 @@ def choose(
     return None
 
 
-def best_fit(data: ModelData, preempt: bool = True) -> Plan:
+def best_fit(problem: Problem, preempt: bool = True) -> Plan:
     """A valid plan built best-fit-decreasing (with ``preempt``, evicting
     lower-priority work of the workload's own queue where its policy allows)."""
-    layout = data.layout
-    assert layout is not None
+    data, layout = problem.data, problem.layout
     lv = Leaves(data, layout)
     quota = QuotaTree(data.snapshot)
     for adm in data.fixed_admissions:
