@@ -19,7 +19,7 @@ import numpy as np
 
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.models.quantity import format_units
-from placewise.solver.cpsat.search.warmstart import (
+from placewise.solver.cpsat.search.packing import (
     Leaves,
     admit,
     choose,
