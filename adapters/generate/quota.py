@@ -1,7 +1,7 @@
 """Teams: ClusterQueues in cohorts, their quotas, namespaces and LocalQueues.
 
 Quotas are split from the capacity of each flavor, so that ``quota_scale``
-says directly whether quota or hosts bind.  ``QuotaTree`` re-implements
+says directly whether quota or hosts bind.  ``TeamQuotaTree`` re-implements
 Kueue's quota arithmetic (nominal, borrowing and lending limits over a cohort
 tree) so that running Workloads are only generated where Kueue itself could
 have admitted them.
@@ -152,7 +152,7 @@ def _limits(config: GeneratorConfig, team: Team, total: int, res: str) -> Limits
     return Limits(nominal, borrowing, lending)
 
 
-class QuotaTree:
+class TeamQuotaTree:
     """Kueue's quota arithmetic over ClusterQueues and cohorts (one flavor-resource
     at a time, all of them at once).
 

@@ -1,7 +1,7 @@
 """Running (admitted) Workloads and pending Workloads (plain pods: :mod:`.pods`).
 
 Running work is placed on the hosts through ``placement.Capacity`` and, for
-Workloads, admitted through ``quota.QuotaTree``; both refuse anything Kueue
+Workloads, admitted through ``quota.TeamQuotaTree``; both refuse anything Kueue
 could not have produced, so the snapshot is consistent by construction.
 """
 
@@ -29,7 +29,7 @@ from placewise.adapters.generate.config import (
     WorkloadClass,
 )
 from placewise.adapters.generate.placement import Capacity
-from placewise.adapters.generate.quota import WPC_SOURCE, QuotaTree, Team
+from placewise.adapters.generate.quota import WPC_SOURCE, Team, TeamQuotaTree
 from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, PODS, QUEUE_NAME_LABEL
 
 CLASS_LABEL = "placewise.io/class"
@@ -250,7 +250,7 @@ class Running:
     layout: Layout
     capacity: Capacity
     teams: list[Team]
-    quota: QuotaTree
+    quota: TeamQuotaTree
     snapshot: datetime
 
     def primary(self) -> int:

@@ -22,7 +22,7 @@ from placewise.adapters.serve.config import GANG_ANNOTATION, ServeConfig
 from placewise.adapters.serve.engine import gangs as gangmod
 from placewise.adapters.serve.engine.gangs import GangSources
 from placewise.adapters.serve.engine.metrics import Metrics
-from placewise.adapters.serve.engine.preempt import Preemptor
+from placewise.adapters.serve.engine.preempt import Evictor
 from placewise.adapters.serve.engine.snapshot import SnapshotBuilder, node_of
 from placewise.adapters.serve.engine.solveloop import PlanState, SolveLoop
 from placewise.adapters.serve.kube.client import Kube, Resource
@@ -156,7 +156,7 @@ class Sidecar:
             self.builder.decoder,
             self.may_write,
         )
-        self.preemptor: Preemptor | None = None
+        self.preemptor: Evictor | None = None
         self.actuator: Actuator | None = None
         self.extender: Extender | None = None
         self.http: HttpServer | None = None
@@ -246,7 +246,7 @@ class Sidecar:
         )
         self.loop.required = list(self.resources)
         workloads = self.resources.get("Workload")
-        self.preemptor = Preemptor(
+        self.preemptor = Evictor(
             self.kube,
             self.cache,
             cfg,

@@ -99,7 +99,7 @@ def holds_quota(wl: JSON) -> bool:
     return conds.get("QuotaReserved") == "True" and conds.get("Finished") != "True"
 
 
-class Preemptor:
+class Evictor:
     def __init__(
         self,
         kube: Kube,

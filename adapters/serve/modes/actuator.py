@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from placewise.adapters.serve.config import ServeConfig
-from placewise.adapters.serve.engine.preempt import Preemptor
+from placewise.adapters.serve.engine.preempt import Evictor
 from placewise.adapters.serve.engine.solveloop import PlanState, SolveLoop
 from placewise.adapters.serve.kube.events import Recorder
 from placewise.adapters.serve.kube.informer import Cache
@@ -40,7 +40,7 @@ class Actuator:
         cache: Cache,
         loop: SolveLoop,
         binder: Binder,
-        preemptor: Preemptor,
+        preemptor: Evictor,
         admitter: KueueAdmitter | None,
         events: Recorder,
         leading: Callable[[], bool],
