@@ -32,6 +32,7 @@ from placewise.adapters.serve.kube.client import ApiError, Kube, Resource
 from placewise.adapters.serve.kube.events import Recorder, rfc3339
 from placewise.adapters.serve.kube.informer import Cache
 from placewise.models.plan import PlanPreemption
+from placewise.models.scheduling import raw_requirement
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.preempt")
@@ -52,15 +53,8 @@ def selector_matches(selector: Any, labels: dict[str, str]) -> bool:
         if labels.get(k) != v:
             return False
     for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key"), expr.get("operator")
-        values = expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
+        req = raw_requirement(expr)  # an unknown operator is ignored
+        if req is not None and not req.matches(labels):
             return False
     return True
 
