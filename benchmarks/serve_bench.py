@@ -39,7 +39,7 @@ from kubernetes import client
 
 from placewise.adapters.emulator import Emulator, ExtenderConfig, SchedulerStandin, fit
 from placewise.adapters.emulator import extender as emulator_extender
-from placewise.adapters.serve.gangs import POD_GROUP_LABEL
+from placewise.adapters.serve.engine.gangs import POD_GROUP_LABEL
 from placewise.models.cluster import HOSTNAME_LABEL
 
 JSON = dict[str, Any]

@@ -7,7 +7,7 @@ semantics live here once, on plain immutable records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -147,3 +147,41 @@ class PodPlacement(Frozen):
                 return True
             reduced.append(exprs)
         return any(all(r.matches(flavor_labels) for r in exprs) for exprs in reduced)
+
+
+# -- Raw JSON entries: the emulator and the sidecar read API objects as dicts.
+
+_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+
+
+def raw_tolerates(
+    tolerations: Sequence[Mapping[str, object]], taint: Mapping[str, object]
+) -> bool:
+    """``Toleration.ToleratesTaint`` for any of raw ``tolerations``."""
+    t = Taint(
+        key=str(taint.get("key") or ""),
+        value=str(taint.get("value") or ""),
+        effect=str(taint.get("effect") or ""),
+    )
+    return any(
+        Toleration(
+            key=str(tol.get("key") or ""),
+            operator="Exists" if tol.get("operator") == "Exists" else "Equal",
+            value=str(tol.get("value") or ""),
+            effect=str(tol.get("effect") or ""),
+        ).tolerates(t)
+        for tol in tolerations
+    )
+
+
+def raw_requirement(expr: Mapping[str, object]) -> Requirement | None:
+    """A raw match expression; None for an operator Kubernetes does not have."""
+    op = expr.get("operator")
+    if op not in _OPERATORS:
+        return None
+    values = expr.get("values") or []
+    return Requirement(
+        key=str(expr.get("key")),
+        operator=op,
+        values=tuple(str(v) for v in values) if isinstance(values, list) else (),
+    )

@@ -61,7 +61,7 @@ def honest(snap: Snapshot) -> Plan:
         ("placewise.solver.baselines", "run_kube_default"),
         ("placewise.solver.baselines", "run_binpack_gang"),
         ("placewise.adapters.cli.common", "solve"),
-        ("placewise.adapters.serve.solveloop", "solve"),
+        ("placewise.adapters.serve.engine.solveloop", "solve"),
     ],
 )
 def test_entry_points_are_wrapped_where_callers_bind_them(

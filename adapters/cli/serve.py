@@ -24,6 +24,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from placewise.adapters.cli import multikueue as multikueue_cli
 from placewise.adapters.cli.common import (
     Subparsers,
     non_negative_int,
@@ -32,10 +33,9 @@ from placewise.adapters.cli.common import (
 )
 from placewise.adapters.io.documents import read_text
 from placewise.adapters.io.loader import kueue_fair_sharing, load_objects
-from placewise.adapters.serve import multikueue_cli
 from placewise.adapters.serve.app import Sidecar
 from placewise.adapters.serve.config import MODES, ServeConfig
-from placewise.adapters.serve.kube import Kube
+from placewise.adapters.serve.kube.client import Kube
 from placewise.adapters.serve.server import Limits, tls_context
 from placewise.models.cluster import FairSharing
 from placewise.models.errors import InstanceError, Location, Problem

@@ -15,6 +15,7 @@ from typing import Any
 
 from placewise.adapters.emulator.quantity import pod_requests, resource_units
 from placewise.models.cluster import PODS
+from placewise.models.scheduling import raw_requirement, raw_tolerates
 
 JSON = dict[str, Any]
 
@@ -33,40 +34,14 @@ def is_terminal(pod: JSON) -> bool:
 
 
 def tolerates(tolerations: list[JSON], taint: JSON) -> bool:
-    """``Toleration.ToleratesTaint`` for any of ``tolerations``."""
-    for tol in tolerations:
-        effect = tol.get("effect") or ""
-        if effect and effect != taint.get("effect"):
-            continue
-        op = tol.get("operator") or "Equal"
-        key = tol.get("key") or ""
-        if op == "Exists" and not key:
-            return True
-        if key != taint.get("key"):
-            continue
-        if op == "Exists" or (tol.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
+    """``Toleration.ToleratesTaint`` for any of ``tolerations`` (the rule's
+    home is :mod:`placewise.models.scheduling`)."""
+    return raw_tolerates(tolerations, taint)
 
 
 def _expr_match(expr: JSON, labels: dict[str, str]) -> bool:
-    key, op = str(expr.get("key")), expr.get("operator")
-    values = [str(v) for v in expr.get("values") or []]
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt") and key in labels and values:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
+    req = raw_requirement(expr)
+    return req is not None and req.matches(labels)
 
 
 def matches_affinity(pod: JSON, node: JSON) -> bool:

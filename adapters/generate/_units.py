@@ -3,19 +3,17 @@
 The generator keeps every amount as an exact integer (CPU in milli-cores,
 memory in bytes, everything else in its base unit), as Kueue does, and only
 turns amounts back into Kubernetes quantity strings when an object is
-emitted.  It has its own small parser so that it depends on nothing but the
-standard library and numpy.
+emitted.  Quantities are parsed by the models' one parser
+(:mod:`placewise.models.quantity`).
 """
 
 from __future__ import annotations
 
-import functools
-import re
 import uuid
 from datetime import UTC, datetime, timedelta
-from fractions import Fraction
 
 from placewise.models.cluster import PODS
+from placewise.models.quantity import QuantityError, to_units
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -23,25 +21,6 @@ GPU = "nvidia.com/gpu"
 RESOURCES: tuple[str, ...] = (CPU, MEMORY, GPU, PODS)
 """Resource order of every capacity vector in the generator."""
 
-_QUANTITY = re.compile(
-    r"^(?P<num>\d+(?:\.\d*)?|\.\d+)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
-)
-_SCALE: dict[str, Fraction] = {
-    "": Fraction(1),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
 _BINARY_UNITS: tuple[tuple[str, int], ...] = (
     ("Ti", 2**40),
     ("Gi", 2**30),
@@ -52,24 +31,18 @@ _UID_NAMESPACE = uuid.UUID("6f1c1a0e-5a1e-4c39-9d43-0c8f5b0f7a11")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
-@functools.lru_cache(maxsize=4096)
 def parse_quantity(value: str | int | float, resource: str) -> int:
     """Parse a non-negative quantity into the unit Kueue accounts in.
 
-    CPU becomes milli-cores and everything else its base unit, both rounded
-    up, so a config value means exactly what Kueue would make of it.
+    The one quantity parser (:func:`placewise.models.quantity.to_units`:
+    CPU in milli-cores, everything else its base unit, both rounded up), so
+    a config value means exactly what Kueue, and the loader, make of it;
+    generated amounts are never negative.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a quantity")
-    if isinstance(value, int | float):
-        value = repr(value) if isinstance(value, float) else str(value)
-    m = _QUANTITY.match(value.strip())
-    if m is None:
-        raise ValueError(f"{value!r} is not a non-negative Kubernetes quantity")
-    amount = Fraction(m["num"]) * _SCALE[m["suffix"] or ""]
-    if resource == CPU:
-        amount *= 1000
-    return -((-amount.numerator) // amount.denominator)
+    amount = to_units(resource, value)
+    if amount < 0:
+        raise QuantityError(f"{value!r} is not a non-negative Kubernetes quantity")
+    return amount
 
 
 def format_quantity(amount: int, resource: str) -> str:

@@ -48,7 +48,7 @@ def generate(config: GeneratorConfig, seed: int) -> list[dict[str, Any]]:
         layout=layout,
         capacity=Capacity(layout),
         teams=teams,
-        quota=quota.QuotaTree(teams, config.queues.root_cohort, pool),
+        quota=quota.quota_tree(teams, config.queues.root_cohort, pool),
         snapshot=snapshot,
     )
 

@@ -1,10 +1,10 @@
 """Teams: ClusterQueues in cohorts, their quotas, namespaces and LocalQueues.
 
 Quotas are split from the capacity of each flavor, so that ``quota_scale``
-says directly whether quota or hosts bind.  ``QuotaTree`` re-implements
-Kueue's quota arithmetic (nominal, borrowing and lending limits over a cohort
-tree) so that running Workloads are only generated where Kueue itself could
-have admitted them.
+says directly whether quota or hosts bind.  Running Workloads are only
+generated where Kueue itself could have admitted them: :func:`quota_tree`
+hands the teams to Kueue's quota arithmetic in its one home
+(:mod:`placewise.solver.kueue.quota`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,15 @@ from placewise.adapters.generate._units import (
 )
 from placewise.adapters.generate.cluster import Layout
 from placewise.adapters.generate.config import GeneratorConfig
-from placewise.models.cluster import PODS
+from placewise.models.cluster import (
+    PODS,
+    ClusterQueue,
+    Cohort,
+    FlavorQuotas,
+    ResourceGroup,
+    ResourceQuota,
+)
+from placewise.solver.kueue.quota import QuotaTree
 
 TEAM_LABEL = "placewise.io/team"
 FAMILY_LABEL = "placewise.io/family"
@@ -152,94 +160,61 @@ def _limits(config: GeneratorConfig, team: Team, total: int, res: str) -> Limits
     return Limits(nominal, borrowing, lending)
 
 
-class QuotaTree:
-    """Kueue's quota arithmetic over ClusterQueues and cohorts (one flavor-resource
-    at a time, all of them at once).
+def quota_tree(
+    teams: list[Team],
+    root: str | None,
+    pool: dict[FlavorResource, int] | None = None,
+) -> QuotaTree:
+    """The teams' quota as Kueue's arithmetic sees it (the one home,
+    :class:`placewise.solver.kueue.quota.QuotaTree`): each team a
+    ClusterQueue, each cohort holding only the ``pool`` of its own, under
+    ``root`` when there is one."""
+    queues = {
+        t.name: ClusterQueue(
+            name=t.name,
+            cohort=t.cohort,
+            resource_groups=_groups(t.quotas),
+        )
+        for t in teams
+    }
+    own = {fr: Limits(v) for fr, v in (pool or {}).items()}
+    cohorts = {
+        t.cohort: Cohort(name=t.cohort, parent=root, resource_groups=_groups(own))
+        for t in teams
+        if t.cohort is not None
+    }
+    if root is not None and cohorts:
+        cohorts[root] = Cohort(name=root)
+    return QuotaTree.of_queues(queues, cohorts)
 
-    Cohorts carry only the ``pool`` of their own; the formulas are those of
-    Kueue's ``resource_node.go`` (subtree quota, local quota under a lending
-    limit, usage bubbling up past the local quota, and ``available``).
-    """
 
-    def __init__(
-        self,
-        teams: list[Team],
-        root: str | None,
-        pool: dict[FlavorResource, int] | None = None,
-    ) -> None:
-        self.parent: dict[str, str | None] = {}
-        self.limits: dict[str, dict[FlavorResource, Limits]] = {}
-        self.children: dict[str, list[str]] = {}
-        for t in teams:
-            node = f"cq/{t.name}"
-            self.parent[node] = f"cohort/{t.cohort}" if t.cohort else None
-            self.limits[node] = t.quotas
-            if t.cohort:
-                cohort = f"cohort/{t.cohort}"
-                self.parent.setdefault(cohort, f"cohort/{root}" if root else None)
-                self.limits.setdefault(
-                    cohort, {fr: Limits(v) for fr, v in (pool or {}).items()}
-                )
-                self.children.setdefault(cohort, []).append(node)
-                if root:
-                    self.parent.setdefault(f"cohort/{root}", None)
-                    self.limits.setdefault(f"cohort/{root}", {})
-                    kids = self.children.setdefault(f"cohort/{root}", [])
-                    if cohort not in kids:
-                        kids.append(cohort)
-        self.usage: dict[str, dict[FlavorResource, int]] = {k: {} for k in self.parent}
-        self._subtree_cache: dict[tuple[str, FlavorResource], int] = {}
-        self._local_cache: dict[tuple[str, FlavorResource], int] = {}
-
-    def _subtree(self, node: str, fr: FlavorResource) -> int:
-        """Subtree quota: own nominal plus what children do not keep local."""
-        key = (node, fr)
-        if key not in self._subtree_cache:
-            own = self.limits[node].get(fr, Limits(0)).nominal
-            self._subtree_cache[key] = own + sum(
-                self._subtree(c, fr) - self._local(c, fr)
-                for c in self.children.get(node, [])
+def _groups(quotas: dict[FlavorResource, Limits]) -> tuple[ResourceGroup, ...]:
+    flavors: dict[str, list[ResourceQuota]] = {}
+    for (f, res), lim in quotas.items():
+        flavors.setdefault(f, []).append(
+            ResourceQuota(
+                name=res,
+                nominal=lim.nominal,
+                borrowing_limit=lim.borrowing,
+                lending_limit=lim.lending,
             )
-        return self._subtree_cache[key]
+        )
+    if not flavors:
+        return ()
+    covered = tuple(sorted({res for _, res in quotas}))
+    return (
+        ResourceGroup(
+            covered_resources=covered,
+            flavors=tuple(
+                FlavorQuotas(name=f, resources=tuple(rs)) for f, rs in flavors.items()
+            ),
+        ),
+    )
 
-    def _local(self, node: str, fr: FlavorResource) -> int:
-        """Quota a lending limit keeps away from the rest of the cohort."""
-        key = (node, fr)
-        if key not in self._local_cache:
-            lim = self.limits[node].get(fr)
-            self._local_cache[key] = (
-                0
-                if lim is None or lim.lending is None
-                else max(0, self._subtree(node, fr) - lim.lending)
-            )
-        return self._local_cache[key]
 
-    def available(self, node: str, fr: FlavorResource) -> int:
-        parent = self.parent[node]
-        used = self.usage[node].get(fr, 0)
-        if parent is None:
-            return self._subtree(node, fr) - used
-        lq = self._local(node, fr)
-        p = self.available(parent, fr)
-        lim = self.limits[node].get(fr)
-        if lim is not None and lim.borrowing is not None:
-            p = min(
-                p, (self._subtree(node, fr) - lq) - max(0, used - lq) + lim.borrowing
-            )
-        return max(0, lq - used) + p
-
-    def fits(self, team: str, usage: dict[FlavorResource, int]) -> bool:
-        node = f"cq/{team}"
-        return all(self.available(node, fr) >= v for fr, v in usage.items() if v > 0)
-
-    def add(self, team: str, usage: dict[FlavorResource, int]) -> None:
-        for fr, v in usage.items():
-            node: str | None = f"cq/{team}"
-            while node is not None and v > 0:
-                local_free = max(0, self._local(node, fr) - self.usage[node].get(fr, 0))
-                self.usage[node][fr] = self.usage[node].get(fr, 0) + v
-                v -= local_free
-                node = self.parent[node]
+def fits(tree: QuotaTree, team: str, usage: dict[FlavorResource, int]) -> bool:
+    """Kueue would admit ``usage`` in ``team``'s queue now."""
+    return all(tree.available(team, fr) >= v for fr, v in usage.items() if v > 0)
 
 
 def _meta(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

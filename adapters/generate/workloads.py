@@ -1,8 +1,9 @@
 """Running (admitted) Workloads and pending Workloads (plain pods: :mod:`.pods`).
 
 Running work is placed on the hosts through ``placement.Capacity`` and, for
-Workloads, admitted through ``quota.QuotaTree``; both refuse anything Kueue
-could not have produced, so the snapshot is consistent by construction.
+Workloads, admitted through ``quota.quota_tree`` (Kueue's quota arithmetic);
+both refuse anything Kueue could not have produced, so the snapshot is
+consistent by construction.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from placewise.adapters.generate.config import (
     WorkloadClass,
 )
 from placewise.adapters.generate.placement import Capacity
-from placewise.adapters.generate.quota import WPC_SOURCE, QuotaTree, Team
+from placewise.adapters.generate.quota import WPC_SOURCE, Team, fits
 from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, PODS, QUEUE_NAME_LABEL
 from placewise.models.moves import CHECKPOINTED, MOVABLE_LABEL
+from placewise.solver.kueue.quota import QuotaTree
 
 CLASS_LABEL = "placewise.io/class"
 MAX_FAILURES = 60
@@ -396,7 +398,7 @@ def _admit(
         if cls.has_topology_request and not node_type.tas:
             continue
         usage = _usage(config, draw, flavor, draw.count)
-        if not state.quota.fits(team.name, usage):
+        if not fits(state.quota, team.name, usage):
             continue
         mask = usable & (layout.node_type == ti)
         slice_level = LEVELS.index(cls.slice_level) if cls.slice_level else 2
@@ -417,7 +419,7 @@ def _admit(
         )
         if placed is None:
             continue
-        state.quota.add(team.name, usage)
+        state.quota.add_usage(team.name, usage)
         return ti, placed
     return None
 

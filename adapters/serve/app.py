@@ -18,20 +18,22 @@ from collections.abc import Callable
 from typing import Any
 
 from placewise.adapters.io.loader import KUEUE_CONFIG_MAP, kueue_fair_sharing
-from placewise.adapters.serve import gangs as gangmod
-from placewise.adapters.serve.actuator import Actuator
-from placewise.adapters.serve.binder import Binder
 from placewise.adapters.serve.config import GANG_ANNOTATION, ServeConfig
-from placewise.adapters.serve.events import Recorder
-from placewise.adapters.serve.extender import VERBS, Extender
-from placewise.adapters.serve.gangs import GangSources
-from placewise.adapters.serve.informer import Cache, Informer, key_of
-from placewise.adapters.serve.kube import Kube, Resource
-from placewise.adapters.serve.kueue_mode import KueueAdmitter
-from placewise.adapters.serve.leader import elector
-from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.mover import Mover
-from placewise.adapters.serve.preempt import Preemptor
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine.gangs import GangSources
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.engine.preempt import Evictor
+from placewise.adapters.serve.engine.snapshot import SnapshotBuilder, node_of
+from placewise.adapters.serve.engine.solveloop import PlanState, SolveLoop
+from placewise.adapters.serve.kube.client import Kube, Resource
+from placewise.adapters.serve.kube.events import Recorder
+from placewise.adapters.serve.kube.informer import Cache, Informer, key_of
+from placewise.adapters.serve.kube.leader import elector
+from placewise.adapters.serve.modes.actuator import Actuator
+from placewise.adapters.serve.modes.binder import Binder
+from placewise.adapters.serve.modes.extender import VERBS, Extender
+from placewise.adapters.serve.modes.kueue_mode import KueueAdmitter
+from placewise.adapters.serve.modes.mover import Mover
 from placewise.adapters.serve.server import (
     JSON_TYPE,
     PROMETHEUS_TYPE,
@@ -41,8 +43,6 @@ from placewise.adapters.serve.server import (
     Routes,
     tls_context,
 )
-from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
-from placewise.adapters.serve.solveloop import PlanState, SolveLoop
 from placewise.models.cluster import KUEUE_GROUP
 
 JSON = dict[str, Any]
@@ -157,7 +157,7 @@ class Sidecar:
             self.builder.decoder,
             self.may_write,
         )
-        self.preemptor: Preemptor | None = None
+        self.preemptor: Evictor | None = None
         self.actuator: Actuator | None = None
         self.extender: Extender | None = None
         self.http: HttpServer | None = None
@@ -247,7 +247,7 @@ class Sidecar:
         )
         self.loop.required = list(self.resources)
         workloads = self.resources.get("Workload")
-        self.preemptor = Preemptor(
+        self.preemptor = Evictor(
             self.kube,
             self.cache,
             cfg,

@@ -3,7 +3,7 @@
 Cards are modelled explicitly (a device level below the host): ``cards[n, c]``
 is the milli-GPU left on card c of node n, padded with 0 beyond the node's
 card count, so a padded slot can never host anything and adds nothing to a
-sum.  Policies read these arrays; only :meth:`ClusterState.apply` writes them,
+sum.  Policies read these arrays; only :meth:`FgdClusterState.apply` writes them,
 and the replay calls it only after the independent checker accepted the
 placement.
 """
@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from placewise.benchmarks.fgd.trace import CARD_MILLI, MAX_CARDS, Trace
 
-__all__ = ["ClusterState", "Decision"]
+__all__ = ["Decision", "FgdClusterState"]
 
 IntArray = NDArray[np.int64]
 
@@ -30,7 +30,7 @@ class Decision:
     cards: tuple[int, ...]
 
 
-class ClusterState:
+class FgdClusterState:
     """Free CPU, memory and per-card GPU milli of every node.
 
     ``changed`` is an append-only log of touched nodes, so a policy can keep
@@ -55,9 +55,9 @@ class ClusterState:
     def used_gpu_milli(self) -> int:
         return int(self.trace.total_gpu_milli - self.gpu_left.sum())
 
-    def copy(self) -> ClusterState:
+    def copy(self) -> FgdClusterState:
         """An independent scratch copy (the change log starts empty)."""
-        out = ClusterState.__new__(ClusterState)
+        out = FgdClusterState.__new__(FgdClusterState)
         out.trace = self.trace
         out.cpu_left = self.cpu_left.copy()
         out.mem_left = self.mem_left.copy()

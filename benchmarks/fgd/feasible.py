@@ -2,7 +2,7 @@
 
 It keeps its own ledger in plain Python (no numpy, nothing imported from the
 cluster state or any policy), so a bookkeeping bug in a policy or in
-:class:`~placewise.benchmarks.fgd.cluster.ClusterState` shows up as a rejected
+:class:`~placewise.benchmarks.fgd.cluster.FgdClusterState` shows up as a rejected
 placement or a ledger mismatch instead of an inflated allocation.
 
 Rules, from the simulator's filters (NodeResourcesFit + Open-Gpu-Share):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import Decision, FgdClusterState
 from placewise.benchmarks.fgd.feasible import Ledger
 from placewise.benchmarks.fgd.policies.base import Policy
 from placewise.benchmarks.fgd.protocol import Workload
@@ -88,7 +88,7 @@ def replay(
 
     A pod the policy leaves out (None) is dropped and never retried.
     """
-    state = ClusterState(trace)
+    state = FgdClusterState(trace)
     ledger = Ledger(trace)
     n = len(workload)
     arrived = np.zeros(n, dtype=np.int64)

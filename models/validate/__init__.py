@@ -4,7 +4,11 @@ It is written apart from the solvers on purpose — it shares only the data
 model with them and checks the *final* state in the linear form of
 kueue-semantics §9 instead of replaying their incremental bookkeeping — so
 that the test suite can hold every solver's output against a second,
-simpler implementation.  It reports every violation, not just the first,
+simpler implementation.  Its quota, capacity and matching arithmetic
+(``quota.AuditQuotaTree`` beside ``placewise.solver.kueue.quota.QuotaTree``)
+is therefore a second home on purpose, the one exception to "one home per
+rule": a bug shared with the solvers would pass unseen.  It reports every
+violation, not just the first,
 each with a stable rule id (see the family modules for the ids).
 """
 

@@ -36,8 +36,8 @@ from placewise.models.quantity import INT64_MAX
 from placewise.models.validate.context import Context, FlavorResource
 from placewise.models.validate.quota import (
     Amounts,
+    AuditQuotaTree,
     NodeId,
-    QuotaTree,
     Usage,
     add_usage,
     admitted_usage,
@@ -60,7 +60,7 @@ def _label(key: ShareKey) -> str:
 class FairShares:
     """Dominant resource shares of every node of the snapshot's trees."""
 
-    def __init__(self, ctx: Context, tree: QuotaTree) -> None:
+    def __init__(self, ctx: Context, tree: AuditQuotaTree) -> None:
         self.ctx, self.tree = ctx, tree
         self.frs: dict[NodeId, list[FlavorResource]] = {}
         for root in tree.roots:
@@ -159,7 +159,7 @@ class FairShares:
 class FairRule:
     """``preemption.fair-sharing``: one verdict per cross-queue victim."""
 
-    def __init__(self, ctx: Context, tree: QuotaTree) -> None:
+    def __init__(self, ctx: Context, tree: AuditQuotaTree) -> None:
         self.ctx, self.tree = ctx, tree
         self.shares = FairShares(ctx, tree)
         self.final = final_usage(ctx)

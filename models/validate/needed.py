@@ -43,7 +43,7 @@ from placewise.models.validate.capacity import (
 )
 from placewise.models.validate.context import Admitted, Context, Violation, qty
 from placewise.models.validate.quota import (
-    QuotaTree,
+    AuditQuotaTree,
     add_usage,
     admitted_usage,
     breaches,
@@ -69,7 +69,7 @@ class _Needed:
     def __init__(self, ctx: Context, may_preempt: MayPreempt) -> None:
         self.ctx = ctx
         self.may_preempt = may_preempt
-        self.tree = QuotaTree(ctx.snap)
+        self.tree = AuditQuotaTree(ctx.snap)
         self.final = final_usage(ctx)
         self.placed = admitted_leaves(ctx)
         self.load: dict[LeafKey, Usage] = {}

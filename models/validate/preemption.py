@@ -24,8 +24,8 @@ from placewise.models.validate.context import (
 from placewise.models.validate.fairshare import FairRule
 from placewise.models.validate.quota import (
     Amounts,
+    AuditQuotaTree,
     NodeId,
-    QuotaTree,
     add_usage,
     admitted_usage,
     assignment_usage,
@@ -49,7 +49,7 @@ def check(ctx: Context) -> list[Violation]:
 class _Checker:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.tree = QuotaTree(ctx.snap)
+        self.tree = AuditQuotaTree(ctx.snap)
         # A multi-cycle plan may first admit into a queue, making it borrow,
         # and then reclaim from it: "borrowing" is judged on the peak usage
         # (running plus admissions), which is the initial state for a plan

@@ -82,7 +82,7 @@ def running_usage(
     return acc
 
 
-class QuotaTree:
+class AuditQuotaTree:
     """The cohort forest of a snapshot, evaluated per flavor-resource."""
 
     def __init__(self, snap: Snapshot) -> None:
@@ -182,7 +182,7 @@ class _Breach:
 
 
 def breaches(
-    tree: QuotaTree,
+    tree: AuditQuotaTree,
     root: NodeId,
     fr: FlavorResource,
     usage: Usage,
@@ -253,7 +253,7 @@ def final_usage(
 
 def check(ctx: Context) -> list[Violation]:
     """Each tree, each flavor-resource: what the plan pushes over quota."""
-    tree = QuotaTree(ctx.snap)
+    tree = AuditQuotaTree(ctx.snap)
     after = final_usage(ctx)
     before = running_usage(ctx.snap.running)
     added: dict[str, dict[FlavorResource, list[str]]] = {}
@@ -285,7 +285,7 @@ def check(ctx: Context) -> list[Violation]:
     return out
 
 
-def _measure(tree: QuotaTree, root: NodeId, b: _Breach, usage: Usage) -> int:
+def _measure(tree: AuditQuotaTree, root: NodeId, b: _Breach, usage: Usage) -> int:
     """What the breached inequality bounds at ``b.node`` under ``usage``."""
     a = tree.amounts(root, b.fr, usage)[b.node]
     return a.usage if b.kind == "root" else max(0, a.usage - a.local)
@@ -296,7 +296,7 @@ def _name(node: NodeId) -> str:
 
 
 def _violation(
-    tree: QuotaTree, root: NodeId, b: _Breach, culprits: list[str], usage: Usage
+    tree: AuditQuotaTree, root: NodeId, b: _Breach, culprits: list[str], usage: Usage
 ) -> Violation:
     flavor, r = b.fr
     over = qty(r, b.usage - b.bound)

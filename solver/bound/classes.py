@@ -146,8 +146,7 @@ def _supply(
     hold the same capacity and sit in the same regions — the rows below
     see no finer than that."""
     data = model.data
-    layout = data.layout
-    assert layout is not None
+    layout = model.problem.layout
     victims = [int(x.index) for x in model.vars.victims]
     memo: dict[tuple[object, ...], dict[int, int]] = {}
 
@@ -222,8 +221,7 @@ def placement_block(model: CPModel, first: int) -> _Block:
     """Demand, supply and Hall rows of the placement, and the capacity rows
     of hosts where victims may leave, as columns from ``first`` on."""
     data = model.data
-    layout = data.layout
-    assert layout is not None, "compile with compile_problem()"
+    layout = model.problem.layout
     block = _Block(first)
     types = _types(data, layout)
     xs = []

@@ -18,7 +18,8 @@ from placewise.solver.cpsat.tuning import LARGE_CELLS
 from placewise.solver.highs import Arrays, run_highs, run_pulp
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.policy import Policy
-from placewise.solver.problem.data import ModelData, compile_problem, outside_demand
+from placewise.solver.problem.compile import Problem, compile_problem
+from placewise.solver.problem.data import ModelData, outside_demand
 
 LpSolver = Literal["highs", "cbc"]
 
@@ -63,7 +64,7 @@ def _outside(data: ModelData, accelerators: Sequence[str]) -> int:
 
 def _solve(
     snapshot: Snapshot,
-    data: ModelData,
+    problem: Problem,
     mode: Mode,
     solver: LpSolver,
     accelerators: Sequence[str],
@@ -73,8 +74,10 @@ def _solve(
     policy = Policy(
         objective="gpus", accelerators=tuple(accelerators), preemption_price=0.0
     )
-    model = CPModel(data, CpSatParams(policy=policy), mode)
-    constant = running_gpus(snapshot, accelerators) + _outside(data, accelerators)
+    model = CPModel(problem, CpSatParams(policy=policy), mode)
+    constant = running_gpus(snapshot, accelerators) + _outside(
+        problem.data, accelerators
+    )
     if not model.stages:
         return float(constant), "lp-" + solver, "no decision", 0, 0
     objective = [(c, x.index) for c, x in model.stages[0].terms]
@@ -94,7 +97,7 @@ def _solve(
 
 def _classes(
     snapshot: Snapshot,
-    data: ModelData,
+    problem: Problem,
     solver: LpSolver,
     accelerators: Sequence[str],
 ) -> tuple[float | None, str, str, int, int]:
@@ -103,8 +106,10 @@ def _classes(
     policy = Policy(
         objective="gpus", accelerators=tuple(accelerators), preemption_price=0.0
     )
-    model = CPModel(data, CpSatParams(policy=policy), "classes")
-    constant = running_gpus(snapshot, accelerators) + _outside(data, accelerators)
+    model = CPModel(problem, CpSatParams(policy=policy), "classes")
+    constant = running_gpus(snapshot, accelerators) + _outside(
+        problem.data, accelerators
+    )
     method = "classes-" + solver
     if not model.stages:
         return float(constant), method, "no decision", 0, 0
@@ -130,20 +135,19 @@ def lp_bound(
     configuration LP over host classes (:mod:`.classes`, demand aggregated
     per type, a relaxation of the full LP) is, and ``status`` says so."""
     start = time.perf_counter()
-    data = compile_problem(snapshot)
-    assert data.layout is not None
-    cells = data.layout.cells
+    problem = compile_problem(snapshot)
+    cells = problem.layout.cells
     if cells > LARGE_CELLS:
-        lp, how, status, cols, rows = _classes(snapshot, data, solver, accelerators)
+        lp, how, status, cols, rows = _classes(snapshot, problem, solver, accelerators)
         status = (
             f"full model skipped: {cells} candidate cells > {LARGE_CELLS}; "
             f"host-class LP {status}"
         )
     else:
         lp, how, status, cols, rows = _solve(
-            snapshot, data, "bound", solver, accelerators, mip_seconds
+            snapshot, problem, "bound", solver, accelerators, mip_seconds
         )
-    agg, *_ = _solve(snapshot, data, "relaxed", solver, accelerators, 0.0)
+    agg, *_ = _solve(snapshot, problem, "relaxed", solver, accelerators, 0.0)
     aggregate = agg if agg is not None else math.inf
     method, value = "aggregate", aggregate
     if lp is not None and lp <= aggregate:

@@ -29,7 +29,7 @@ from placewise.solver.cpsat.model.objective import Stage
 from placewise.solver.cpsat.search.ceiling import outside_gpus
 from placewise.solver.highs import Arrays, Running
 from placewise.solver.policy import Policy, accelerators, tier_figures
-from placewise.solver.problem.data import ModelData
+from placewise.solver.problem.compile import Problem
 
 INFEASIBLE = "Infeasible"
 """HiGHS's status text for an LP without a feasible point."""
@@ -67,11 +67,11 @@ class ClassBound:
     for any plan of it.  Build it before the layout is restricted (a
     restricted layout is no longer a relaxation)."""
 
-    def __init__(self, data: ModelData, params: CpSatParams) -> None:
+    def __init__(self, problem: Problem, params: CpSatParams) -> None:
         """``params`` must be unpriced: only the stages' GPU terms are read."""
-        self.data = data
+        self.data = problem.data
         self.policy = params.policy
-        model = CPModel(data, params, "classes")
+        model = CPModel(problem, params, "classes")
         self.arrays = class_lp(model)
         self.stages = [s for s in model.stages if s.gpus]
 
@@ -157,13 +157,13 @@ def _gpus_by_tier(snapshot: Snapshot, keys: set[str], pol: Policy) -> dict[int, 
 
 def class_tiers(
     snapshot: Snapshot,
-    data: ModelData,
+    problem: Problem,
     params: CpSatParams,
     plan: Plan,
     budget: Budget,
 ) -> tuple[tuple[TierResult, ...], int | None] | None:
     """:class:`ClassBound`'s per-tier bounds, built and solved at once."""
-    return ClassBound(data, params).tiers(snapshot, plan, budget)
+    return ClassBound(problem, params).tiers(snapshot, plan, budget)
 
 
 def tighter(

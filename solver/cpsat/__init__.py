@@ -15,13 +15,17 @@ package unless it starts with ``placewise``; a test resolves every one).
    usage beyond int64 (``solve:saturated``) leave the plan to Kueue's greedy.
    ``solve:_start`` leaves work about to finish alone
    (``solve:_leave_to_finish``), compiles the problem
-   (``placewise.solver.problem.data:compile_problem``), picks the warm start
+   (``placewise.solver.problem.compile:compile_problem``: the index tables
+   and their placement, one complete ``Problem``), picks the warm start
    (``solve:_warm_start``: Kueue's greedy, or ``search.warmstart:best_fit``
    when the greedy would not fit the budget, or the better of both), settles
    its victims (``placewise.solver.settle:settle_preemptions``) and fixes the
    workloads the model cannot express at its decision
-   (``solve:_keep_unsupported``, which compiles a second time when there
-   are such workloads).
+   (``solve:_keep_unsupported``).  Only then does a second compile happen,
+   and only when the warm start admits such workloads: which workloads the
+   model cannot express is known from the first compile, their decision
+   from the warm start that reads it, and the model must count them as
+   running.
 2. Too large to search (``solve:_large``): the warm start, filled
    (``decode.finish:fill``), is the plan; the relaxed model proves each
    tier's bound (``search.ceiling:relaxed_tiers``).

@@ -54,8 +54,8 @@ from placewise.solver.kueue.fairsharing import (
 )
 from placewise.solver.lost_work import lost_work
 from placewise.solver.policy import Policy, primary_vector
-from placewise.solver.problem.data import ModelData, admitted_info, compile_problem
-from placewise.solver.problem.layout import Layout, plan_domains, restrict
+from placewise.solver.problem.compile import Problem, compile_problem
+from placewise.solver.problem.layout import plan_domains, restrict
 from placewise.solver.settle import settle_preemptions
 
 if TYPE_CHECKING:
@@ -64,20 +64,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("placewise.cpsat")
 
 
-def _keep_unsupported(snapshot: Snapshot, data: ModelData, warm: Plan) -> ModelData:
+def _keep_unsupported(snapshot: Snapshot, problem: Problem, warm: Plan) -> Problem:
+    """The problem compiled again with the workloads the model cannot express
+    decided as the warm start decided them (their usage counted as running,
+    the running slices elastic slices replace gone with it).  The second
+    compile is needed: which workloads these are, and the warm start's
+    decision for them, are known only after the first (best-fit's warm start
+    reads the compiled problem)."""
     admitted = {a.workload: a for a in warm.admissions}
-    keep = [admitted[k] for k in sorted(data.unsupported) if k in admitted]
-    if keep:
-        # Workloads the model cannot express keep the warm start's decision;
-        # the running slices kept elastic slices replace are gone with it.
-        data = compile_problem(
-            snapshot,
-            fixed={a.workload: admitted_info(snapshot, a) for a in keep},
-            removed=frozenset(a.replaces for a in keep if a.replaces),
-            reservation=data.reservation,
-        )
-        data.fixed_admissions = keep
-    return data
+    unsupported = problem.data.unsupported
+    keep = [admitted[k] for k in sorted(unsupported) if k in admitted]
+    if not keep:
+        return problem
+    return compile_problem(snapshot, keep, reservation=problem.data.reservation)
 
 
 def saturated(snapshot: Snapshot) -> bool:
@@ -108,7 +107,7 @@ def _fallback(warm: Plan, limit: Budget, why: str) -> Plan:
 
 
 def _warm_start(
-    snapshot: Snapshot, data: ModelData, params: CpSatParams, given: Plan | None
+    snapshot: Snapshot, problem: Problem, params: CpSatParams, given: Plan | None
 ) -> tuple[Plan, dict[str, str], Plan | None]:
     """The better of best-fit and (when affordable) Kueue's greedy, with the
     greedy's pending reasons, and the greedy's plan when it ran.  A ``given``
@@ -116,7 +115,7 @@ def _warm_start(
     instead."""
     if given is not None:
         return given, {p.workload: p.reason for p in given.pending}, None
-    bfd = best_fit(data)
+    bfd = best_fit(problem)
     cells = len(snapshot.admissible()) * max(len(snapshot.nodes), 1)
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
         log.info("cpsat: warm start best-fit (the greedy would not fit the budget)")
@@ -155,9 +154,8 @@ class _Start:
     """The caller's snapshot (Kueue's greedy is reported on it)."""
     snapshot: Snapshot
     """The snapshot as the model sees it (work about to finish left alone)."""
-    data: ModelData
-    layout: Layout
-    """``data.layout``, which :func:`compile_problem` sets."""
+    problem: Problem
+    """Compiled once, or twice by :func:`_keep_unsupported`."""
     warm: Plan
     """The warm start: the floor of the result, and the search's first hint."""
     reasons: dict[str, str]
@@ -183,7 +181,7 @@ def _solve_cpsat(
     if limit.remaining() < MIN_BUDGET:
         return _fallback(start.warm, limit, "the warm start used the time limit")
     log.info("cpsat: compiled and warm-started in %.1fs", limit.spent())
-    if start.layout.cells > LARGE_CELLS:
+    if start.problem.layout.cells > LARGE_CELLS:
         return _large(start, params, limit)
     classes = _class_bound(start, params)
     model, restricted = _build(start, params, limit)
@@ -199,7 +197,7 @@ def _solve_cpsat(
     search = end.short_of(RELAXED_SHARE * limit.seconds) if priced else end
     if classes is not None:
         search = search.short_of(CLASS_SHARE * limit.seconds)
-    relaxed = CPModel(start.data, params, "relaxed") if restricted else None
+    relaxed = CPModel(start.problem, params, "relaxed") if restricted else None
     race = params.deterministic_time is None and model.size <= RACE_VARIABLES
     values, results = run_stages(
         model,
@@ -222,10 +220,12 @@ def _solve_cpsat(
     tiers, total_bound = tier_report(
         start.snapshot, searched, plan, values, results, pol, restricted
     )
-    tiers, total_bound = allow_outside(start.data, plan, pol, tiers, total_bound)
+    tiers, total_bound = allow_outside(
+        start.problem.data, plan, pol, tiers, total_bound
+    )
     if priced:
         tiers, total_bound = gpu_bounds(
-            start.snapshot, start.data, params, plan, end, model.stages, tiers
+            start.snapshot, start.problem, params, plan, end, model.stages, tiers
         )
     if classes is not None:
         from placewise.solver.bound.tiers import tighter
@@ -240,13 +240,13 @@ def _class_bound(start: _Start, params: CpSatParams) -> ClassBound | None:
     """Beyond RESTRICT_CELLS the model's stages prove nothing about the full
     problem: the host-class LP bounds its tiers after the search.  Built
     before the layout is restricted (it must stay a relaxation)."""
-    if start.layout.cells <= RESTRICT_CELLS:
+    if start.problem.layout.cells <= RESTRICT_CELLS:
         return None
     # Imported here: solver.bound builds on this package (its LP is this
     # model's rows), so a module-level import would be circular.
     from placewise.solver.bound.tiers import ClassBound
 
-    return ClassBound(start.data, unpriced(params))
+    return ClassBound(start.problem, unpriced(params))
 
 
 def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start:
@@ -256,30 +256,29 @@ def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start
     given = snapshot
     snapshot = _leave_to_finish(snapshot, params.policy)
     held = reservation_of(snapshot, params.policy)  # closed to shut-out work
-    data = compile_problem(snapshot, reservation=held)
-    warm, reasons, kueue = _warm_start(snapshot, data, params, warm)
+    problem = compile_problem(snapshot, reservation=held)
+    warm, reasons, kueue = _warm_start(snapshot, problem, params, warm)
     warm = settle_preemptions(snapshot, warm)
-    data = _keep_unsupported(snapshot, data, warm)
-    assert data.layout is not None
-    return _Start(given, snapshot, data, data.layout, warm, reasons, kueue)
+    problem = _keep_unsupported(snapshot, problem, warm)
+    return _Start(given, snapshot, problem, warm, reasons, kueue)
 
 
 def _build(start: _Start, params: CpSatParams, limit: Budget) -> tuple[CPModel, bool]:
     """The CP model; beyond RESTRICT_CELLS on each pod set's roomiest
     domains only (then ``True``: its stages prove nothing about the full
     problem)."""
-    data = start.data
-    restricted = start.layout.cells > RESTRICT_CELLS
+    data, layout = start.problem.data, start.problem.layout
+    restricted = layout.cells > RESTRICT_CELLS
     if restricted:
-        keep = plan_domains(data, start.layout, start.warm.admissions)
-        restrict(data, start.layout, keep, RESTRICT_TO)
-    model = CPModel(data, params)
+        keep = plan_domains(data, layout, start.warm.admissions)
+        restrict(data, layout, keep, RESTRICT_TO)
+    model = CPModel(start.problem, params)
     log.info("cpsat: model of %d variables built at %.1fs", model.size, limit.spent())
     log.debug(
         "cpsat: %d constraints, %d stages, %d cells",
         len(model.model.Proto().constraints),
         len(model.stages),
-        start.layout.cells,
+        start.problem.layout.cells,
     )
     return model, restricted
 
@@ -311,12 +310,12 @@ def _fairness_floor(start: _Start, model: CPModel) -> Fraction | None:
 def _finished(start: _Start, searched: Plan) -> Plan:
     """The searched plan filled with what still fits, its victims settled,
     its pending workloads' reasons said."""
-    plan = settle_preemptions(start.snapshot, fill(start.data, searched))
+    plan = settle_preemptions(start.snapshot, fill(start.problem, searched))
     # Settling may withdraw admissions that lived on a victim's room: the
     # leftovers may still hold them elsewhere (fill never preempts, but may
     # land on room a victim freed, so the result is settled once more).
-    plan = settle_preemptions(start.snapshot, fill(start.data, plan))
-    return _with_reasons(plan, explain(start.data, plan))
+    plan = settle_preemptions(start.snapshot, fill(start.problem, plan))
+    return _with_reasons(plan, explain(start.problem, plan))
 
 
 def _refused(
@@ -383,13 +382,13 @@ def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     tier's bound — the relaxed model's if an LP does not finish in time."""
     from placewise.solver.bound.tiers import class_tiers  # see _class_bound
 
-    data = start.data
-    plan = fill(data, start.warm)
-    plan = _with_reasons(plan, {**start.reasons, **explain(data, plan)})
+    problem = start.problem
+    plan = fill(problem, start.warm)
+    plan = _with_reasons(plan, {**start.reasons, **explain(problem, plan)})
     flat = unpriced(params)
-    got = class_tiers(start.snapshot, data, flat, plan, limit.less_margin())
+    got = class_tiers(start.snapshot, problem, flat, plan, limit.less_margin())
     if got is None:
-        got = relaxed_tiers(start.snapshot, data, flat, plan, limit.less_margin())
+        got = relaxed_tiers(start.snapshot, problem, flat, plan, limit.less_margin())
     tiers, total_bound = got
     return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
 

@@ -83,7 +83,7 @@ SLACK = 100
 """Model units a plan may exceed the exact cap by before the search drops it:
 per-term rounding; the exact shares decide acceptance."""
 
-# -- The best-fit warm start (search/warmstart.py).
+# -- The best-fit warm start (search/warmstart.py, search/packing.py).
 
 MAX_COMBINATIONS = 16
 """Flavor combinations tried per pod-set group (several resource groups)."""

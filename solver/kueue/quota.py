@@ -10,9 +10,10 @@ separately; the tests keep the two in agreement.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from placewise.models.cluster import ResourceGroup
+from placewise.models.cluster import ClusterQueue, Cohort, ResourceGroup
 from placewise.models.quantity import UNLIMITED
 from placewise.models.snapshot import Snapshot
 
@@ -85,29 +86,47 @@ class QuotaTree:
     """All cohort trees of a snapshot, with live usage."""
 
     def __init__(self, snapshot: Snapshot) -> None:
+        self._build(snapshot.cluster_queues, snapshot.cohorts, snapshot.cohort_in_cycle)
+        for w in snapshot.running:
+            assert w.admission is not None
+            self.add_usage(w.admission.cluster_queue, w.usage())
+
+    @classmethod
+    def of_queues(
+        cls, cluster_queues: Mapping[str, ClusterQueue], cohorts: Mapping[str, Cohort]
+    ) -> QuotaTree:
+        """The trees of queues and cohorts alone, with no usage (the
+        generator admits its running work through it, as Kueue would)."""
+        tree = cls.__new__(cls)
+        tree._build(cluster_queues, cohorts, frozenset())
+        return tree
+
+    def _build(
+        self,
+        cluster_queues: Mapping[str, ClusterQueue],
+        cohorts: Mapping[str, Cohort],
+        in_cycle: AbstractSet[str],
+    ) -> None:
         self.nodes: dict[str, QuotaNode] = {}
-        for name, co in sorted(snapshot.cohorts.items()):
+        for name, co in sorted(cohorts.items()):
             node = QuotaNode(cohort_id(name))
             _quotas(co.resource_groups, node)
             self.nodes[node.id] = node
-        for name, cq in sorted(snapshot.cluster_queues.items()):
+        for name, cq in sorted(cluster_queues.items()):
             node = QuotaNode(cq_id(name))
             _quotas(cq.resource_groups, node)
             self.nodes[node.id] = node
             if cq.cohort is not None:
                 self._link(node, cohort_id(cq.cohort))
-        for name, co in sorted(snapshot.cohorts.items()):
+        for name, co in sorted(cohorts.items()):
             # A cohort inside a cycle is cut loose: its queues are inactive
             # anyway and the walk to the root must terminate.
-            if co.parent is not None and name not in snapshot.cohort_in_cycle:
+            if co.parent is not None and name not in in_cycle:
                 self._link(self.nodes[cohort_id(name)], cohort_id(co.parent))
         for node in self.nodes.values():
             if node.parent is None:
                 self._compute_subtree(node)
                 node._compute_lq()
-        for w in snapshot.running:
-            assert w.admission is not None
-            self.add_usage(w.admission.cluster_queue, w.usage())
 
     def _link(self, child: QuotaNode, parent_id: str) -> None:
         parent = self.nodes[parent_id]

@@ -10,7 +10,7 @@ placements are integer counts per leaf, never Booleans per pod.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,6 @@ from placewise.solver.kueue.workload import WlInfo, running_info
 from placewise.solver.reservation import Reservation
 
 if TYPE_CHECKING:
-    from placewise.solver.problem.layout import Layout
     from placewise.solver.problem.pairs import Pair
 
 IntArray = npt.NDArray[np.int64]
@@ -139,8 +138,7 @@ class ModelData:
     strict_chains: list[list[int]]
     unsupported: dict[str, str]
     fixed_admissions: list[PlanAdmission] = field(default_factory=list)
-    layout: Layout | None = None
-    """The aggregated TAS placement (:func:`compile_problem` sets it)."""
+    """Admissions the model takes as decided (counted in ``base_usage``)."""
     cache: dict[str, dict[Any, Any]] = field(default_factory=dict)
     """Per-solve memo of derived arrays (leaf capacity, node masks)."""
     inadmissible: set[str] = field(default_factory=set)
@@ -259,11 +257,13 @@ def compile_data(
     fixed: dict[str, WlInfo] | None = None,
     removed: frozenset[str] = frozenset(),
     exclude: dict[str, str] | None = None,
+    decided: Sequence[PlanAdmission] = (),
 ) -> ModelData:
     """``free``: pending workloads the model decides (default: all admissible);
     ``fixed``: already-decided admissions counted as running; ``removed``:
     running workloads already decided to be preempted (their usage is gone);
-    ``exclude``: workloads left out of the model, with why."""
+    ``exclude``: workloads left out of the model, with why; ``decided``: the
+    plan admissions behind ``fixed``, which every decoded plan carries."""
     tree = QuotaTree(snap)
     leaves, topos = _leaf_tables(snap)
     holders: list[WlInfo] = [
@@ -282,7 +282,9 @@ def compile_data(
         if info.key in (fixed or {}) or not info.preemptible:
             continue  # holds its usage, but no plan may evict it
         victims.append(VictimData(len(victims), info, leaf_usage))
-    data = ModelData(snap, tree, [], [], [], victims, leaves, topos, base, {}, [], {})
+    data = ModelData(
+        snap, tree, [], [], [], victims, leaves, topos, base, {}, [], {}, list(decided)
+    )
     chosen = (
         list(free)
         if free is not None
@@ -444,33 +446,3 @@ def _add_chains(data: ModelData) -> None:
     for members in by_cq.values():
         members.sort(key=lambda wd: queue_order(wd.obj))
         data.strict_chains.append([wd.idx for wd in members])
-
-
-def compile_problem(
-    snap: Snapshot,
-    free: Iterable[Workload] | None = None,
-    fixed: dict[str, WlInfo] | None = None,
-    removed: frozenset[str] = frozenset(),
-    reservation: Reservation | None = None,
-) -> ModelData:
-    """:func:`compile_data` plus the aggregated placement; workloads whose
-    topology request the placement cannot express are left out (with why).
-    A ``reservation``'s hosts are closed to the work it shuts out."""
-    from placewise.solver.problem.layout import build_layout
-    from placewise.solver.problem.pairs import add_pairs
-
-    data = compile_data(snap, free, fixed, removed)
-    data.reservation = reservation
-    add_pairs(data)
-    layout = build_layout(data)
-    if layout.unsupported:
-        bad = {
-            data.workloads[data.pod_sets[p].wl].key: why
-            for p, why in layout.unsupported.items()
-        }
-        data = compile_data(snap, free, fixed, removed, exclude=bad)
-        data.reservation = reservation
-        add_pairs(data)
-        layout = build_layout(data)
-    data.layout = layout
-    return data

@@ -22,7 +22,8 @@ from placewise.models.validate import validate
 from placewise.models.workload import Workload
 from placewise.solver.greedy.multikueue import solve_multikueue
 from placewise.solver.policy import primary_vector
-from placewise.solver.problem.data import compile_problem, outside_demand
+from placewise.solver.problem.compile import compile_problem
+from placewise.solver.problem.data import outside_demand
 from placewise.solver.solve import SolveParams, solve
 from tests.multicluster_builders import federation, job, manager, running, worker
 
@@ -395,7 +396,7 @@ def test_copies_the_model_leaves_out_count_once() -> None:
         manager(["a", "b"], [job("h100-8", 8, model="H100")]),
         {"a": worker("A100", 1), "b": worker("A100", 1)},
     )
-    data = compile_problem(fed.snapshot)
+    data = compile_problem(fed.snapshot).data
     copies = sorted(data.unsupported)
     assert len(copies) == 2 and set(copies) == data.inadmissible
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from placewise.benchmarks.fgd.cluster import ClusterState
+from placewise.benchmarks.fgd.cluster import FgdClusterState
 from placewise.benchmarks.fgd.feasible import audit
 from placewise.benchmarks.fgd.policies.window import WindowParams, WindowPolicy
 from placewise.benchmarks.fgd.protocol import Workload, make_workload
@@ -41,7 +41,7 @@ def test_leaves_out_only_what_cannot_fit_and_maximises_gpu() -> None:
     # card is worth more; the greedy, in arrival order, would take 600 + 300
     tr = tiny_trace([(64000, 1, 0)], [(1000, 1, 600), (1000, 1, 1000), (1000, 1, 300)])
     pol = WindowPolicy(tr, _workload(3, 1), dataclasses.replace(FAST, window=3))
-    out = pol.decide(ClusterState(tr), [0, 1, 2])
+    out = pol.decide(FgdClusterState(tr), [0, 1, 2])
     assert [d is not None for d in out] == [False, True, False]
     assert pol.stats.drop_windows == 1 and pol.stats.drop_proven == 1
 
@@ -49,7 +49,7 @@ def test_leaves_out_only_what_cannot_fit_and_maximises_gpu() -> None:
 def test_places_all_when_all_fit_jointly() -> None:
     tr = tiny_trace([(64000, 2, 0)], [(1000, 1, 600), (1000, 1, 1000), (1000, 1, 400)])
     pol = WindowPolicy(tr, _workload(3, 1), dataclasses.replace(FAST, window=3))
-    st = ClusterState(tr)
+    st = FgdClusterState(tr)
     out = pol.decide(st, [0, 1, 2])
     assert all(d is not None for d in out)
     audit(tr, [(p, d.node, d.cards) for p, d in zip([0, 1, 2], out, strict=True) if d])

@@ -13,7 +13,7 @@ from placewise.solver.cpsat import CpSatParams
 from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
-from placewise.solver.problem.data import compile_problem
+from placewise.solver.problem.compile import compile_problem
 from placewise.solver.solve import SolveParams, solve
 from tests.helpers import NS, cq_yaml, flavor_yaml, snapshot
 from tests.solver.greedy.test_afs import USAGE_BASED, config, local_queue
@@ -65,8 +65,9 @@ def test_the_term_moves_cpsat_off_a_warm_start_of_the_busy_queue() -> None:
 
 def test_stage_ranks_local_queues_by_usage() -> None:
     """a (usage 4) has rank 1, b (0) rank 0: only a1's admission costs."""
-    data = compile_problem(one_slot(USAGE_BASED))
-    model = CPModel(data, CpSatParams())
+    problem = compile_problem(one_slot(USAGE_BASED))
+    data = problem.data
+    model = CPModel(problem, CpSatParams())
     (stage,) = [s for s in model.stages if s.name == "admission-fair-sharing"]
     a1 = next(wd.idx for wd in data.workloads if wd.key == "default/a1")
     assert stage.terms == [(-1, model.vars.workloads[a1].admit)]

@@ -16,7 +16,7 @@ from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy
-from placewise.solver.problem.data import compile_problem
+from placewise.solver.problem.compile import compile_problem
 from tests.kueue_cases import case_id
 from tests.shared import EXPECTED, KUEUE_CASES, params, requires_shared
 from tests.solver.exhaustive import demand_vector

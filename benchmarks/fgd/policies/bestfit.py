@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import Decision, FgdClusterState
 from placewise.benchmarks.fgd.policies.base import first_cards, tightest_card
 from placewise.benchmarks.fgd.protocol import Workload
 from placewise.benchmarks.fgd.trace import CARD_MILLI
@@ -41,7 +41,7 @@ class BestFit:
         self._tie = workload.tie_key
         self._span = int(workload.tie_key.max()) + 1
 
-    def place(self, state: ClusterState, pod: int) -> Decision | None:
+    def place(self, state: FgdClusterState, pod: int) -> Decision | None:
         t = state.trace
         ok = state.feasible_nodes(pod)
         if not ok.any():
@@ -63,7 +63,9 @@ class BestFit:
             return Decision(node, (tightest_card(row, milli),))
         return Decision(node, first_cards(row, num, milli))
 
-    def decide(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
+    def decide(
+        self, state: FgdClusterState, pods: Sequence[int]
+    ) -> list[Decision | None]:
         if len(pods) != 1:
             raise ValueError("Best-Fit is online: one arrival at a time")
         return [self.place(state, int(pods[0]))]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import Decision, FgdClusterState
 from placewise.benchmarks.fgd.frag import TypicalPods, frag_amount, typical_pods
 from placewise.benchmarks.fgd.policies.base import first_cards
 from placewise.benchmarks.fgd.protocol import Workload
@@ -47,16 +47,16 @@ def sub_least_sufficient(cards: IntArray, num: int, milli: int) -> IntArray:
 class FragCache:
     """F of every node's current state, kept in step with the change log."""
 
-    def __init__(self, tp: TypicalPods, state: ClusterState) -> None:
+    def __init__(self, tp: TypicalPods, state: FgdClusterState) -> None:
         self.tp = tp
         self._reset(state)
 
-    def _reset(self, state: ClusterState) -> None:
+    def _reset(self, state: FgdClusterState) -> None:
         self._state = state
         self._seen = len(state.changed)
         self.value = frag_amount(self.tp, state.cpu_left, state.cards, state.model_bit)
 
-    def refresh(self, state: ClusterState) -> NDArray[np.float64]:
+    def refresh(self, state: FgdClusterState) -> NDArray[np.float64]:
         """F per node for ``state``; a different state object starts afresh."""
         if state is not self._state:
             self._reset(state)
@@ -75,7 +75,7 @@ class FragCache:
 
 def sharing_options(
     tp: TypicalPods,
-    state: ClusterState,
+    state: FgdClusterState,
     f_before: NDArray[np.float64],
     pod: int,
     nodes: IntArray,
@@ -108,7 +108,7 @@ def sharing_options(
 
 def fgd_scores(
     tp: TypicalPods,
-    state: ClusterState,
+    state: FgdClusterState,
     f_before: NDArray[np.float64],
     pod: int,
     nodes: IntArray,
@@ -153,7 +153,7 @@ class FGD:
         self._span = int(workload.tie_key.max()) + 1
         self._cache: FragCache | None = None
 
-    def place(self, state: ClusterState, pod: int) -> Decision | None:
+    def place(self, state: FgdClusterState, pod: int) -> Decision | None:
         if self._cache is None:
             self._cache = FragCache(self.tp, state)
         f_before = self._cache.refresh(state)
@@ -171,7 +171,9 @@ class FGD:
             return Decision(node, (int(card[i]),))
         return Decision(node, first_cards(state.cards[node], num, milli))
 
-    def decide(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
+    def decide(
+        self, state: FgdClusterState, pods: Sequence[int]
+    ) -> list[Decision | None]:
         if len(pods) != 1:
             raise ValueError("FGD is online: one arrival at a time")
         return [self.place(state, int(pods[0]))]

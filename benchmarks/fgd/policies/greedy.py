@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import Decision, FgdClusterState
 from placewise.benchmarks.fgd.frag import TypicalPods, typical_pods
 from placewise.benchmarks.fgd.policies.base import first_cards
 from placewise.benchmarks.fgd.policies.fgd import FragCache, fgd_scores, sharing_options
@@ -59,7 +59,7 @@ class Options:
 
 def pod_options(
     tp: TypicalPods,
-    state: ClusterState,
+    state: FgdClusterState,
     f_before: NDArray[np.float64],
     pod: int,
     tie: IntArray,
@@ -102,12 +102,12 @@ class StrandAwareFGD:
         self._tie = workload.tie_key
         self._cache: FragCache | None = None
 
-    def f_before(self, state: ClusterState) -> NDArray[np.float64]:
+    def f_before(self, state: FgdClusterState) -> NDArray[np.float64]:
         if self._cache is None:
             self._cache = FragCache(self.tp, state)
         return self._cache.refresh(state)
 
-    def place(self, state: ClusterState, pod: int) -> Decision | None:
+    def place(self, state: FgdClusterState, pod: int) -> Decision | None:
         opts = pod_options(
             self.tp, state, self.f_before(state), pod, self._tie, self.rho
         )
@@ -116,13 +116,15 @@ class StrandAwareFGD:
         i = int(np.argmax(opts.key))  # first max: lowest card on a node's ties
         return to_decision(state, pod, int(opts.node[i]), int(opts.card[i]))
 
-    def decide(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
+    def decide(
+        self, state: FgdClusterState, pods: Sequence[int]
+    ) -> list[Decision | None]:
         if len(pods) == 1:
             return [self.place(state, int(pods[0]))]
         return self.decide_sequence(state, pods)
 
     def decide_sequence(
-        self, state: ClusterState, pods: Sequence[int]
+        self, state: FgdClusterState, pods: Sequence[int]
     ) -> list[Decision | None]:
         """Several arrivals in order on a scratch copy (valid in that order)."""
         scratch = state.copy()
@@ -137,7 +139,7 @@ class StrandAwareFGD:
         return out
 
 
-def to_decision(state: ClusterState, pod: int, node: int, card: int) -> Decision:
+def to_decision(state: FgdClusterState, pod: int, node: int, card: int) -> Decision:
     """A node (and, for sharing pods, a card) turned into the cards taken."""
     t = state.trace
     num, milli = int(t.pod_num[pod]), int(t.pod_milli[pod])

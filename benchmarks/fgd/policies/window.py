@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import Decision, FgdClusterState
 from placewise.benchmarks.fgd.frag import TypicalPods
 from placewise.benchmarks.fgd.policies.greedy import (
     CPU_PER_GPU,
@@ -108,7 +108,9 @@ class WindowPolicy:
             self.params.time_limit, self.params.num_workers, self.params.seed
         )
 
-    def decide(self, state: ClusterState, pods: Sequence[int]) -> list[Decision | None]:
+    def decide(
+        self, state: FgdClusterState, pods: Sequence[int]
+    ) -> list[Decision | None]:
         t0, c0 = time.perf_counter(), time.process_time()
         pods = [int(p) for p in pods]
         # Phase 1: the greedy, one pod at a time on a scratch copy.

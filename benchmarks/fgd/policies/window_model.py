@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
-from placewise.benchmarks.fgd.cluster import ClusterState, Decision
+from placewise.benchmarks.fgd.cluster import Decision, FgdClusterState
 from placewise.benchmarks.fgd.policies.greedy import Options
 from placewise.benchmarks.fgd.trace import CARD_MILLI
 
@@ -54,7 +54,7 @@ class WindowModel:
 
     def __init__(
         self,
-        state: ClusterState,
+        state: FgdClusterState,
         pods: Sequence[int],
         opts: Sequence[Options],
         keep: Sequence[NDArray[np.bool_]],

@@ -19,7 +19,7 @@ import numpy as np
 
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.models.quantity import format_units
-from placewise.solver.cpsat.search.warmstart import (
+from placewise.solver.cpsat.search.packing import (
     Leaves,
     admit,
     choose,
@@ -28,13 +28,14 @@ from placewise.solver.cpsat.search.warmstart import (
 from placewise.solver.cpsat.tuning import MAX_COMBINATIONS
 from placewise.solver.kueue.order import queue_order
 from placewise.solver.kueue.quota import FR, QuotaTree
-from placewise.solver.problem.data import ModelData, PodSetData, WorkloadData
+from placewise.solver.problem.compile import Problem
+from placewise.solver.problem.data import PodSetData, WorkloadData
 
 
-def _final_state(data: ModelData, plan: Plan) -> tuple[QuotaTree, Leaves]:
-    assert data.layout is not None
+def _final_state(problem: Problem, plan: Plan) -> tuple[QuotaTree, Leaves]:
+    data = problem.data
     quota = QuotaTree(data.snapshot)
-    lv = Leaves(data, data.layout)
+    lv = Leaves(data, problem.layout)
     evicted = {p.workload for p in plan.preemptions}
     for vd in data.victims:
         if vd.info.key not in evicted:
@@ -67,11 +68,10 @@ def _final_state(data: ModelData, plan: Plan) -> tuple[QuotaTree, Leaves]:
     return quota, lv
 
 
-def fill(data: ModelData, plan: Plan) -> Plan:
+def fill(problem: Problem, plan: Plan) -> Plan:
     """``plan`` plus every pending workload that fits what it leaves free."""
-    layout = data.layout
-    assert layout is not None
-    quota, lv = _final_state(data, plan)
+    data, layout = problem.data, problem.layout
+    quota, lv = _final_state(problem, plan)
     admitted = {a.workload for a in plan.admissions}
     taken = {  # exclusive groups (MultiKueue copies) with a copy admitted
         w.exclusive
@@ -108,22 +108,19 @@ def fill(data: ModelData, plan: Plan) -> Plan:
     )
 
 
-def explain(data: ModelData, plan: Plan) -> dict[str, str]:
+def explain(problem: Problem, plan: Plan) -> dict[str, str]:
     """Pending workload key -> why, for the workloads the model decided."""
-    layout = data.layout
-    assert layout is not None
     admitted = {a.workload for a in plan.admissions}
-    quota, lv = _final_state(data, plan)
+    quota, lv = _final_state(problem, plan)
     out: dict[str, str] = {}
-    for wd in data.workloads:
+    for wd in problem.data.workloads:
         if wd.key not in admitted:
-            out[wd.key] = _why(data, quota, lv, wd)
+            out[wd.key] = _why(problem, quota, lv, wd)
     return out
 
 
-def _why(data: ModelData, quota: QuotaTree, lv: Leaves, wd: WorkloadData) -> str:
-    layout = data.layout
-    assert layout is not None
+def _why(problem: Problem, quota: QuotaTree, lv: Leaves, wd: WorkloadData) -> str:
+    data = problem.data
     short: str | None = None
     room: str | None = None
     for g in wd.groups:
@@ -147,7 +144,7 @@ def _why(data: ModelData, quota: QuotaTree, lv: Leaves, wd: WorkloadData) -> str
                     f"(its cohort included), it needs {format_units(r, q)}"
                 )
                 continue
-            blocked = _placement(data, lv, members, combo)
+            blocked = _placement(problem, lv, members, combo)
             if blocked is None:
                 return (
                     "fits the quota and hosts left after this plan, but its "
@@ -161,11 +158,10 @@ def _why(data: ModelData, quota: QuotaTree, lv: Leaves, wd: WorkloadData) -> str
 
 
 def _placement(
-    data: ModelData, lv: Leaves, members: list[PodSetData], combo: tuple[str, ...]
+    problem: Problem, lv: Leaves, members: list[PodSetData], combo: tuple[str, ...]
 ) -> str | None:
     """Why the TAS pod sets cannot be placed on what the plan leaves free."""
-    layout = data.layout
-    assert layout is not None
+    data, layout = problem.data, problem.layout
     for pd in members:
         spec = next(
             (

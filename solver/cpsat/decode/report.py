@@ -16,6 +16,7 @@ from placewise.solver.cpsat.search.ceiling import outside_gpus, relaxed_tiers
 from placewise.solver.cpsat.search.stages import StageResult
 from placewise.solver.cpsat.tuning import RELAXED_SHARE
 from placewise.solver.policy import Policy, tier_figures
+from placewise.solver.problem.compile import Problem
 from placewise.solver.problem.data import ModelData
 
 
@@ -31,7 +32,7 @@ def unpriced(params: CpSatParams, share: float = 1.0) -> CpSatParams:
 
 def gpu_bounds(
     snapshot: Snapshot,
-    data: ModelData,
+    problem: Problem,
     params: CpSatParams,
     plan: Plan,
     end: Budget,
@@ -48,7 +49,7 @@ def gpu_bounds(
     first = next(k for k, st in enumerate(gpu_stages) if st.costs)
     keep = frozenset(st.tier for st in gpu_stages[:first] if st.tier is not None)
     flat = unpriced(params, RELAXED_SHARE)
-    theirs, total = relaxed_tiers(snapshot, data, flat, plan, end, keep)
+    theirs, total = relaxed_tiers(snapshot, problem, flat, plan, end, keep)
     bound = {t.priority: t.bound for t in theirs}
     return (
         tuple(

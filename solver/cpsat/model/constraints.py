@@ -20,7 +20,7 @@ from placewise.models.quantity import UNLIMITED
 from placewise.solver.cpsat.model.placement import Placement
 from placewise.solver.cpsat.model.variables import Derive, Variables
 from placewise.solver.kueue.quota import FR, QuotaNode
-from placewise.solver.problem.data import ModelData
+from placewise.solver.problem.compile import Problem
 from placewise.solver.problem.pairs import Pair
 
 LinearTerms = list[tuple[int, cp_model.IntVar]]
@@ -35,11 +35,12 @@ class Constraints:
     def __init__(
         self,
         model: cp_model.CpModel,
-        data: ModelData,
+        problem: Problem,
         v: Variables,
     ) -> None:
         self.model = model
-        self.data = data
+        self.data = problem.data
+        self.layout = problem.layout
         self.v = v
         self.usage_terms: dict[tuple[str, FR], LinearTerms] = defaultdict(list)
         """(queue, fr) -> coefficient/variable terms of the queue's usage."""
@@ -219,9 +220,8 @@ class Constraints:
                 if f in data.topos:
                     units[(pd.idx, f)] = u
                     chosen[(pd.idx, f)] = wv.flavor[(pd.group, rg, f)]
-        assert data.layout is not None, "compile with compile_problem()"
         self.placement = Placement(
-            self.model, data, data.layout, self.v.victims, self.v.derive, units, chosen
+            self.model, data, self.layout, self.v.victims, self.v.derive, units, chosen
         )
         self.placement.build()
 

@@ -19,7 +19,7 @@ from placewise.solver.cpsat.model.constraints import Constraints, Mode
 from placewise.solver.cpsat.model.objective import Objective, Stage
 from placewise.solver.cpsat.model.variables import Variables
 from placewise.solver.policy import Policy
-from placewise.solver.problem.data import ModelData
+from placewise.solver.problem.compile import Problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,17 +37,18 @@ class CpSatParams:
 
 class CPModel:
     def __init__(
-        self, data: ModelData, params: CpSatParams, mode: Mode = "plan"
+        self, problem: Problem, params: CpSatParams, mode: Mode = "plan"
     ) -> None:
         """``mode``: the plan's model, or a bounding one (see
         :meth:`Constraints.add_constraints`) with no tie-break stages, never
         decoded into a plan."""
-        self.data = data
+        data = self.data = problem.data
+        self.problem = problem
         self.params = params
         self.mode = mode
         self.model = cp_model.CpModel()
         self.vars = Variables(self.model, data)
-        self.cons = Constraints(self.model, data, self.vars)
+        self.cons = Constraints(self.model, problem, self.vars)
         self.cons.add_constraints(mode)
         self.objective = Objective(
             self.model, data, self.vars, self.cons, params.policy

@@ -21,6 +21,7 @@ from placewise.solver.budget import Budget
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.search.stages import solve_stage
 from placewise.solver.policy import Policy, accelerators, tier_figures
+from placewise.solver.problem.compile import Problem
 from placewise.solver.problem.data import ModelData, outside_demand
 
 
@@ -38,7 +39,7 @@ def _gpus(w: Workload, pol: Policy) -> int:
 
 def relaxed_tiers(
     snapshot: Snapshot,
-    data: ModelData,
+    problem: Problem,
     params: CpSatParams,
     plan: Plan,
     budget: Budget,
@@ -48,11 +49,11 @@ def relaxed_tiers(
     total under the ``gpus`` objective).  Tiers in ``skip`` are only held at
     the plan's GPUs, not bounded (the caller has their bounds)."""
     pol = params.policy
-    model = CPModel(data, params, "relaxed")
+    model = CPModel(problem, params, "relaxed")
     figures = tier_figures(snapshot, plan, pol)
     empty = Plan(solver=SolverInfo(name="", status="FEASIBLE"))
     running = {f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)}
-    extra = outside_gpus(data, plan, pol)
+    extra = outside_gpus(problem.data, plan, pol)
     gpus = {f.priority: f.gpus for f in figures}
     bounds: dict[int | None, int] = {}
     stages = [s for s in model.stages if s.gpus]

@@ -3,14 +3,11 @@
 Kueue's greedy is the floor whenever it finishes within the budget, but at
 10,000 hosts it alone takes longer than the whole budget.  This heuristic
 gives the search a first incumbent in its place: workloads in Kueue's order
-(priority, then queue time), each pod set's flavors first-fit in the queue's
-order under the quota tree's ``available`` (so every prefix of the plan is
-within quota, as Kueue checks it), and pods placed best-fit over the leaves
-with numpy: a required domain is the one that holds the pod set with the
-least room to spare, a preferred one holds as much of it as possible, and
-inside a domain the fullest leaves that still fit are filled first.  It
-never preempts (the optimizer does that), and leaves pending what it cannot
-place whole: slices above the leaf level and multi-pod-set groups.
+(priority, then queue time), each admitted as :mod:`.packing` places one
+workload (flavors first-fit under quota, pods best-fit over the leaves).
+With ``preempt`` it evicts lower-priority work of the workload's own queue
+where its policy allows (Kueue's within-ClusterQueue preemption,
+simplified); reclaims from other queues are left to the optimizer.
 """
 
 from __future__ import annotations
@@ -29,138 +26,26 @@ from placewise.models.plan import (
     PlanPreemption,
     SolverInfo,
 )
-from placewise.models.workload import PodSetAssignment
-from placewise.solver.cpsat.decode.plan_io import pod_set_assignment
+from placewise.solver.cpsat.search.packing import Admitted, Leaves, admit, group_usage
 from placewise.solver.cpsat.tuning import MAX_COMBINATIONS
 from placewise.solver.kueue.order import candidate_order, queue_order
 from placewise.solver.kueue.preemption import satisfies_policy
 from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.problem.compile import Problem
 from placewise.solver.problem.data import (
     ModelData,
-    PodSetData,
     VictimData,
     WorkloadData,
 )
-from placewise.solver.problem.layout import Layout, Spec
 
 IntArray = npt.NDArray[np.int64]
-Admitted = tuple[list[PodSetAssignment], Callable[[], None]]
-CLIP = 1 << 62
 
 
-class Leaves:
-    """Free capacity per leaf and resource, and domain ids per flavor level."""
-
-    def __init__(self, data: ModelData, layout: Layout) -> None:
-        self.resources = sorted({r for s in layout.shapes for r, _ in s.request})
-        col = {r: i for i, r in enumerate(self.resources)}
-        self.col = col
-        free = np.zeros((len(data.leaves), max(len(col), 1)), dtype=np.int64)
-        for lf in data.leaves:
-            for r, q in lf.free.items():
-                if r in col:
-                    free[lf.idx, col[r]] = max(-CLIP, min(q, CLIP))
-        self.free = free
-        self.cache: dict[tuple[str, int], tuple[IntArray, IntArray, IntArray]] = {}
-        self.position: dict[str, IntArray] = {}
-        """flavor -> per leaf, its position in the flavor's leaves (-1: none)."""
-        self.index: dict[str, IntArray] = {}
-        self.domains: dict[tuple[str, int], IntArray] = {}
-        for f, topo in data.topos.items():
-            leaves = np.asarray(topo.leaves, dtype=np.int64)
-            self.index[f] = leaves
-            position = np.full(len(data.leaves), -1, dtype=np.int64)
-            position[leaves] = np.arange(len(leaves))
-            self.position[f] = position
-            for level in range(len(topo.levels)):
-                names: dict[tuple[str, ...], int] = {}
-                ids = [
-                    names.setdefault(topo.paths[leaf][: level + 1], len(names))
-                    for leaf in topo.leaves
-                ]
-                self.domains[(f, level)] = np.asarray(ids, dtype=np.int64)
-
-    def fit(self, f: str, shape: int, need: IntArray, mask: IntArray) -> IntArray:
-        """Units of a shape that fit on every leaf of ``f`` (0 where the mask
-        forbids); kept per shape and refreshed only where leaves changed."""
-        key = (f, shape)
-        if key not in self.cache:
-            self.cache[key] = (need, mask, self._fit(self.index[f], need, mask))
-        return self.cache[key][2]
-
-    def fit_now(self, f: str, need: IntArray, mask: IntArray) -> IntArray:
-        """Like :meth:`fit`, computed afresh (nothing cached)."""
-        return self._fit(self.index[f], need, mask)
-
-    def _fit(self, leaves: IntArray, need: IntArray, mask: IntArray) -> IntArray:
-        rows = self.free[leaves]
-        fit = np.full(len(rows), CLIP, dtype=np.int64)
-        for j in np.nonzero(need)[0]:
-            fit = np.minimum(fit, np.maximum(rows[:, j], 0) // need[j])
-        fit[mask == 0] = 0
-        return fit
-
-    def take(self, leaves: IntArray, delta: IntArray, refresh: bool = True) -> None:
-        """Subtract ``delta`` (a row per leaf; leaves may repeat) and refresh
-        the cached fits (or leave that to one :meth:`refresh` later)."""
-        np.subtract.at(self.free, leaves, delta)
-        if refresh:
-            self.refresh(leaves)
-
-    def refresh(self, leaves: IntArray) -> None:
-        leaves = np.unique(leaves)
-        for (f, _shape), (need, mask, fit) in self.cache.items():
-            pos = self.position[f][leaves]
-            pos = pos[pos >= 0]
-            if len(pos):
-                fit[pos] = self._fit(self.index[f][pos], need, mask[pos])
-
-
-def choose(
-    lv: Leaves, spec: Spec, units: int, fit: IntArray
-) -> list[tuple[int, int]] | None:
-    """(position in the flavor's leaves, units) for ``units`` units, or None."""
-    f = spec.flavor
-    level = spec.required if spec.required is not None else spec.preferred
-    if level is not None:
-        dom = lv.domains[(f, level)]
-        room = np.bincount(dom, weights=fit, minlength=int(dom.max()) + 1)
-        whole = np.nonzero(room >= units)[0]
-        if len(whole):
-            best = int(whole[np.argmin(room[whole])])
-            order = [best]
-        elif spec.required is not None:
-            return None
-        else:
-            order = [int(d) for d in np.argsort(-room, kind="stable") if room[d] > 0]
-            if not order:
-                return None
-        positions = np.concatenate(
-            [np.nonzero((dom == d) & (fit > 0))[0] for d in order]
-        )
-        rank = {d: i for i, d in enumerate(order)}
-        key = np.asarray([rank[int(dom[p])] for p in positions], dtype=np.int64)
-        positions = positions[np.lexsort((positions, fit[positions], key))]
-    else:
-        positions = np.nonzero(fit > 0)[0]
-        positions = positions[np.lexsort((positions, fit[positions]))]
-    out: list[tuple[int, int]] = []
-    left = units
-    for pos in positions:
-        take = int(min(left, fit[pos]))
-        out.append((int(pos), take))
-        left -= take
-        if left == 0:
-            return out
-    return None
-
-
-def best_fit(data: ModelData, preempt: bool = True) -> Plan:
+def best_fit(problem: Problem, preempt: bool = True) -> Plan:
     """A valid plan built best-fit-decreasing (with ``preempt``, evicting
     lower-priority work of the workload's own queue where its policy allows)."""
-    layout = data.layout
-    assert layout is not None
+    data, layout = problem.data, problem.layout
     lv = Leaves(data, layout)
     quota = QuotaTree(data.snapshot)
     for adm in data.fixed_admissions:
@@ -375,126 +260,3 @@ class _Evictions:
             removed = kept
         self._move(removed, 1)
         return None
-
-
-def admit(
-    data: ModelData,
-    layout: Layout,
-    lv: Leaves,
-    quota: QuotaTree,
-    wd: WorkloadData,
-) -> Admitted | None:
-    """Admit one workload whole (first-fit flavors, best-fit leaves) or undo;
-    returns the assignments and how to take the admission back."""
-    undo: list[tuple[IntArray, IntArray]] = []
-    charged: list[dict[FR, int]] = []
-    chosen_for: dict[int, dict[int, str]] = {}
-    placed_for: dict[int, tuple[str, dict[int, int]]] = {}
-
-    def rollback() -> None:
-        for rows, delta in undo:
-            lv.take(rows, -delta)
-        for usage in charged:
-            quota.remove_usage(wd.cq.name, usage)
-
-    for g in wd.groups:
-        gd = data.groups[g]
-        members = [data.pod_sets[p] for p in gd.pod_sets]
-        if len(members) > 1 and any(m.tas for m in members):
-            rollback()
-            return None
-        rgs = sorted(gd.flavors)
-        ok = False
-        for combo in itertools.islice(
-            itertools.product(*(gd.flavors[rg] for rg in rgs)), MAX_COMBINATIONS
-        ):
-            chosen = dict(zip(rgs, combo, strict=True))
-            usage = group_usage(data, wd, members, chosen)
-            if any(quota.available(wd.cq.name, fr) < q for fr, q in usage.items()):
-                continue
-            placements = _place_all(data, layout, lv, members, chosen, undo)
-            if placements is None:
-                continue
-            quota.add_usage(wd.cq.name, usage)
-            charged.append(usage)
-            for pd in members:
-                chosen_for[pd.idx] = chosen
-            placed_for.update(placements)
-            ok = True
-            break
-        if not ok:
-            rollback()
-            return None
-    psas = [
-        pod_set_assignment(
-            data,
-            data.pod_sets[p],
-            chosen_for[p],
-            data.pod_sets[p].count,
-            placed_for.get(p),
-        )
-        for p in wd.pod_sets
-    ]
-    return psas, rollback
-
-
-def group_usage(
-    data: ModelData, wd: WorkloadData, members: list[PodSetData], chosen: dict[int, str]
-) -> dict[FR, int]:
-    usage: dict[FR, int] = defaultdict(int)
-    for pd in members:
-        for rg, f in chosen.items():
-            covered = data.groups[pd.group].serves[rg]
-            for r, q in pd.requests.items():
-                if r in covered and q:
-                    usage[(f, r)] += q * pd.count
-    return dict(usage)
-
-
-def _place_all(
-    data: ModelData,
-    layout: Layout,
-    lv: Leaves,
-    members: list[PodSetData],
-    chosen: dict[int, str],
-    undo: list[tuple[IntArray, IntArray]],
-) -> dict[int, tuple[str, dict[int, int]]] | None:
-    """Place every TAS pod set of a group under its chosen flavor; None (with
-    this call's own changes undone) when one does not fit."""
-    mine: list[tuple[IntArray, IntArray]] = []
-    out: dict[int, tuple[str, dict[int, int]]] = {}
-    for pd in members:
-        if not pd.tas:
-            continue
-        f = next((fl for fl in chosen.values() if fl in data.topos), None)
-        spec = next(
-            (
-                layout.specs[i]
-                for i in layout.by_pod_set.get(pd.idx, [])
-                if layout.specs[i].flavor == f
-            ),
-            None,
-        )
-        got = None
-        if f is not None and spec is not None and not spec.slices:
-            shape = layout.shapes[spec.shape]
-            need = np.zeros(lv.free.shape[1], dtype=np.int64)
-            for r, q in shape.request:
-                need[lv.col[r]] = q
-            fit = lv.fit(f, shape.idx, need, layout.masks[f][shape.signature])
-            got = choose(lv, spec, pd.count // spec.unit, fit)
-        if got is None or f is None or spec is None:
-            for rows, delta in reversed(mine):
-                lv.take(rows, -delta)
-            return None
-        leaves = lv.index[f][[pos for pos, _ in got]]
-        taken = np.asarray([u for _, u in got], dtype=np.int64)
-        delta = np.outer(taken, need)
-        lv.take(leaves, delta)
-        mine.append((leaves, delta))
-        out[pd.idx] = (
-            f,
-            {int(lf): int(u) * spec.unit for lf, u in zip(leaves, taken, strict=True)},
-        )
-    undo.extend(mine)
-    return out

@@ -6,7 +6,7 @@ import json
 
 from placewise.adapters.emulator import Emulator
 from placewise.adapters.io.loader import RawObject, decode_objects
-from placewise.adapters.serve.kueue_mode import compress
+from placewise.adapters.serve.modes.kueue_mode import compress
 from tests.adapters.serve.conftest import (
     GPU,
     Harness,

@@ -350,8 +350,8 @@ def test_pods_still_up_are_found_for_jobs_and_pod_groups() -> None:
     """An evicted Workload's bound pods hold their hosts, whether a Job owns
     both (Job integration) or the pods own the Workload (pod groups);
     unbound pods and Workloads that hold quota do not count."""
-    from placewise.adapters.serve.informer import Cache
-    from placewise.adapters.serve.mover import Mover
+    from placewise.adapters.serve.kube.informer import Cache
+    from placewise.adapters.serve.modes.mover import Mover
 
     cache = Cache()
     job = running("j", "r1-h1")

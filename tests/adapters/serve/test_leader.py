@@ -7,8 +7,8 @@ import copy
 import time
 from typing import Any
 
-from placewise.adapters.serve.kube import ApiError
-from placewise.adapters.serve.leader import LeaderElector
+from placewise.adapters.serve.kube.client import ApiError
+from placewise.adapters.serve.kube.leader import LeaderElector
 
 JSON = dict[str, Any]
 

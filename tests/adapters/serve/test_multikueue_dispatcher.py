@@ -14,7 +14,7 @@ from kubernetes import client
 
 from placewise.adapters.emulator import Emulator
 from placewise.adapters.serve import Kube
-from placewise.adapters.serve.multikueue import DispatchConfig, Dispatcher
+from placewise.adapters.serve.modes.multikueue import DispatchConfig, Dispatcher
 from tests.adapters.serve.conftest import wait_for
 from tests.multicluster_builders import job, manager, worker
 

@@ -26,7 +26,7 @@ from placewise.adapters.emulator.multikueue_standin import (
 )
 from placewise.adapters.multicluster import user_plan, validate_clusters
 from placewise.adapters.serve import Kube, Sidecar
-from placewise.adapters.serve.multikueue import DispatchConfig, Dispatcher
+from placewise.adapters.serve.modes.multikueue import DispatchConfig, Dispatcher
 from tests.adapters.serve.conftest import serve_config, wait_for
 from tests.multicluster_builders import job, manager, worker
 from tests.plan_audit import watch_published

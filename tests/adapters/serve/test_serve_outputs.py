@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from placewise.adapters.cli.serve import banner, log_formatter
-from placewise.adapters.serve import solveloop
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.engine import solveloop
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.kube.informer import Cache
 from placewise.models.plan import Plan, SolverInfo
 from placewise.solver.cpsat.decode.plan_io import fallback
 from tests.adapters.serve.conftest import serve_config

@@ -13,8 +13,8 @@ import pytest
 
 from placewise.adapters.cli.serve import config_from
 from placewise.adapters.serve import solveloop
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.kube.informer import Cache
 from placewise.cli import build_parser
 from placewise.models.errors import InstanceError
 from placewise.models.plan import Plan, SolverInfo

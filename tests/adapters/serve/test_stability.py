@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 
 from placewise.adapters.io.loader import RawObject, decode_objects
-from placewise.adapters.serve.stability import Baseline, Facts, held_back, protect
+from placewise.adapters.serve.engine.stability import (
+    Baseline,
+    Facts,
+    held_back,
+    protect,
+)
 from placewise.models.snapshot import Objects
 from tests.adapters.serve.conftest import GPU
 from tests.adapters.serve.test_kueue_mode import kueue_objects, workload

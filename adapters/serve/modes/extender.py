@@ -1,6 +1,6 @@
 """The kube-scheduler extender verbs: what each answers, per pod, from the plan.
 
-Bodies are read and replies written by :mod:`placewise.adapters.serve.wire`
+Bodies are read and replies written by :mod:`placewise.adapters.serve.modes.wire`
 (kube-scheduler's exact wire format); a body of the wrong shape is refused
 before any decision is taken.
 
@@ -15,7 +15,7 @@ before any decision is taken.
   vetoes kube-scheduler's own pod-level preemption.
 * bind: only a pod of a gang placewise manages, only to the node the current
   plan chose for it; it then binds the whole gang (all-or-nothing,
-  :mod:`placewise.adapters.serve.binder`); later calls for members already
+  :mod:`placewise.adapters.serve.modes.binder`); later calls for members already
   bound succeed.  Everything else gets an ``Error`` and nothing is written.
 """
 
@@ -26,16 +26,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from placewise.adapters.serve import gangs as gangmod
-from placewise.adapters.serve.actuator import Actuator
-from placewise.adapters.serve.binder import Binder
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.kube import PODS, ApiError, Kube
-from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.server import JSON_TYPE, Reply
-from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
-from placewise.adapters.serve.solveloop import SolveLoop
-from placewise.adapters.serve.wire import (
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.engine.snapshot import SnapshotBuilder, node_of
+from placewise.adapters.serve.engine.solveloop import SolveLoop
+from placewise.adapters.serve.kube.client import PODS, ApiError, Kube
+from placewise.adapters.serve.kube.informer import Cache
+from placewise.adapters.serve.modes.actuator import Actuator
+from placewise.adapters.serve.modes.binder import Binder
+from placewise.adapters.serve.modes.wire import (
     BadRequest,
     BindingArgs,
     ExtenderArgs,
@@ -45,6 +44,7 @@ from placewise.adapters.serve.wire import (
     marshal,
     preemption_args,
 )
+from placewise.adapters.serve.server import JSON_TYPE, Reply
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.extender")

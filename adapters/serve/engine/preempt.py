@@ -13,7 +13,7 @@ Kueue Workload victims get ``Evicted=True`` (reason ``Preempted``) and
 ``Preempted=True`` with the plan's reason and Kueue's own message, written as a
 conditional status patch; Kueue's job integration then stops the job and
 releases the quota.  The preemptor waits until its victims are gone
-(:meth:`placewise.adapters.serve.binder.Binder.victims_left`).
+(:meth:`placewise.adapters.serve.modes.binder.Binder.victims_left`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.config import ServeConfig
-from placewise.adapters.serve.events import Recorder, rfc3339
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.kube import ApiError, Kube, Resource
-from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.snapshot import SnapshotBuilder, node_of
-from placewise.adapters.serve.solveloop import PlanState
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.engine.snapshot import SnapshotBuilder, node_of
+from placewise.adapters.serve.engine.solveloop import PlanState
+from placewise.adapters.serve.kube.client import ApiError, Kube, Resource
+from placewise.adapters.serve.kube.events import Recorder, rfc3339
+from placewise.adapters.serve.kube.informer import Cache
 from placewise.models.plan import PlanPreemption
+from placewise.models.scheduling import raw_requirement
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.preempt")
@@ -52,15 +53,8 @@ def selector_matches(selector: Any, labels: dict[str, str]) -> bool:
         if labels.get(k) != v:
             return False
     for expr in selector.get("matchExpressions") or []:
-        key, op = expr.get("key"), expr.get("operator")
-        values = expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
+        req = raw_requirement(expr)  # an unknown operator is ignored
+        if req is not None and not req.matches(labels):
             return False
     return True
 
@@ -99,7 +93,7 @@ def holds_quota(wl: JSON) -> bool:
     return conds.get("QuotaReserved") == "True" and conds.get("Finished") != "True"
 
 
-class Preemptor:
+class Evictor:
     def __init__(
         self,
         kube: Kube,

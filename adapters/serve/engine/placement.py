@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from placewise.adapters.serve import gangs as gangmod
-from placewise.adapters.serve.snapshot import Built, GangView
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine.snapshot import Built, GangView
 from placewise.models.cluster import HOSTNAME_LABEL, PODS, Node, ResourceFlavor
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.models.scheduling import untolerated

@@ -22,26 +22,26 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.config import (
     ASSIGNMENT_ANNOTATION,
     GANG_ANNOTATION,
     ServeConfig,
 )
-from placewise.adapters.serve.events import Recorder
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.kube import PODS, ApiError, Kube
-from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.placement import (
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.engine.placement import (
     Usage,
     add,
     fits,
     member_rules,
     refusal,
 )
-from placewise.adapters.serve.preempt import holds_quota
-from placewise.adapters.serve.snapshot import Decoder, GangView, node_of
-from placewise.adapters.serve.solveloop import PlanState
+from placewise.adapters.serve.engine.preempt import holds_quota
+from placewise.adapters.serve.engine.snapshot import Decoder, GangView, node_of
+from placewise.adapters.serve.engine.solveloop import PlanState
+from placewise.adapters.serve.kube.client import PODS, ApiError, Kube
+from placewise.adapters.serve.kube.events import Recorder
+from placewise.adapters.serve.kube.informer import Cache
 from placewise.models.cluster import HOSTNAME_LABEL, Node
 from placewise.models.cluster import PODS as POD_COUNT
 

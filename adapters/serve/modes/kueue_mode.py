@@ -31,14 +31,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from placewise.adapters.serve import gangs as gangmod
-from placewise.adapters.serve.events import Recorder, rfc3339
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.kube import ApiError, Kube, Resource
-from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.mover import Mover
-from placewise.adapters.serve.preempt import holds_quota, set_condition
-from placewise.adapters.serve.solveloop import PlanState
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.engine.preempt import holds_quota, set_condition
+from placewise.adapters.serve.engine.solveloop import PlanState
+from placewise.adapters.serve.kube.client import ApiError, Kube, Resource
+from placewise.adapters.serve.kube.events import Recorder, rfc3339
+from placewise.adapters.serve.kube.informer import Cache
+from placewise.adapters.serve.modes.mover import Mover
 from placewise.models.moves import HOSTNAME
 from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
 from placewise.models.quantity import format_units

@@ -31,16 +31,21 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from placewise.adapters.io.loader import RawObject, decode_objects
-from placewise.adapters.serve import gangs as gangmod
-from placewise.adapters.serve import synth
 from placewise.adapters.serve.config import (
     ASSIGNMENT_ANNOTATION,
     GANG_ANNOTATION,
     ServeConfig,
 )
-from placewise.adapters.serve.gangs import Gang, GangSources
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.stability import Baseline, Facts, held_back, protect
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine import synth
+from placewise.adapters.serve.engine.gangs import Gang, GangSources
+from placewise.adapters.serve.engine.stability import (
+    Baseline,
+    Facts,
+    held_back,
+    protect,
+)
+from placewise.adapters.serve.kube.informer import Cache
 from placewise.models.cluster import HOSTNAME_LABEL, KUEUE_GROUP, FairSharing
 from placewise.models.errors import Problem
 from placewise.models.snapshot import Objects, Snapshot, build_snapshot

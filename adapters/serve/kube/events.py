@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from placewise.adapters.serve.kube import EVENTS, ApiError, Kube
+from placewise.adapters.serve.kube.client import EVENTS, ApiError, Kube
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.events")

@@ -19,8 +19,8 @@ import threading
 import yaml
 
 from placewise.adapters.multicluster import parse_workers
-from placewise.adapters.serve.kube import ApiError, Kube
-from placewise.adapters.serve.multikueue import DispatchConfig, Dispatcher
+from placewise.adapters.serve.kube.client import ApiError, Kube
+from placewise.adapters.serve.modes.multikueue import DispatchConfig, Dispatcher
 from placewise.adapters.serve.server import (
     PROMETHEUS_TYPE,
     TEXT_TYPE,

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from placewise.adapters.serve.events import micro_time
-from placewise.adapters.serve.kube import LEASES, ApiError, Kube
+from placewise.adapters.serve.kube.client import LEASES, ApiError, Kube
+from placewise.adapters.serve.kube.events import micro_time
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.leader")

@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from placewise.adapters.serve.binder import Binder
 from placewise.adapters.serve.config import ServeConfig
-from placewise.adapters.serve.events import Recorder
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.kueue_mode import KueueAdmitter
-from placewise.adapters.serve.preempt import Preemptor
-from placewise.adapters.serve.solveloop import PlanState, SolveLoop
+from placewise.adapters.serve.engine.preempt import Evictor
+from placewise.adapters.serve.engine.solveloop import PlanState, SolveLoop
+from placewise.adapters.serve.kube.events import Recorder
+from placewise.adapters.serve.kube.informer import Cache
+from placewise.adapters.serve.modes.binder import Binder
+from placewise.adapters.serve.modes.kueue_mode import KueueAdmitter
 from placewise.models.snapshot import Snapshot
 
 log = logging.getLogger("placewise.serve.actuator")
@@ -40,7 +40,7 @@ class Actuator:
         cache: Cache,
         loop: SolveLoop,
         binder: Binder,
-        preemptor: Preemptor,
+        preemptor: Evictor,
         admitter: KueueAdmitter | None,
         events: Recorder,
         leading: Callable[[], bool],

@@ -6,7 +6,7 @@ blocked gang.  Live it happens in two steps that never share a write:
 
 1. **Eviction, Kueue's way.**  The moved Workload gets ``Evicted=True``
    (reason ``Preempted``) and ``Preempted=True`` exactly as a preemption
-   victim does (:meth:`Preemptor.evict_workload`), naming the gang the move
+   victim does (:meth:`Evictor.evict_workload`), naming the gang the move
    makes room for.  Kueue's job integration stops the job and clears the
    reservation; the Workload is then pending in its LocalQueue again, with
    ``Requeued=True``.
@@ -15,7 +15,7 @@ blocked gang.  Live it happens in two steps that never share a write:
    (:meth:`Mover.still_up`: no admission is written for a Workload whose
    job's pods still run, nor onto the hosts they hold), through the same
    gate as every admission
-   (:func:`placewise.adapters.serve.kueue_mode.fits_now`).
+   (:func:`placewise.adapters.serve.modes.kueue_mode.fits_now`).
 
 Nothing between the two steps lives only in this process: the "intent" is
 the Workload's own status.  After a crash between them, the Workload is
@@ -43,13 +43,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from placewise.adapters.serve import gangs as gangmod
 from placewise.adapters.serve.config import ServeConfig
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.preempt import Preemptor, holds_quota
-from placewise.adapters.serve.snapshot import SnapshotBuilder
-from placewise.adapters.serve.solveloop import PlanState
+from placewise.adapters.serve.engine import gangs as gangmod
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.engine.preempt import Evictor, holds_quota
+from placewise.adapters.serve.engine.snapshot import SnapshotBuilder
+from placewise.adapters.serve.engine.solveloop import PlanState
+from placewise.adapters.serve.kube.informer import Cache
 from placewise.models.plan import PlanPreemption
 
 JSON = dict[str, Any]
@@ -78,7 +78,7 @@ class Mover:
         cfg: ServeConfig,
         metrics: Metrics,
         builder: SnapshotBuilder,
-        preemptor: Preemptor,
+        preemptor: Evictor,
         leading: Callable[[], bool],
     ) -> None:
         self.cache, self.cfg, self.metrics = cache, cfg, metrics

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from placewise.adapters.serve.config import ServeConfig
-from placewise.adapters.serve.gangs import meta
-from placewise.adapters.serve.informer import Cache
-from placewise.adapters.serve.metrics import Metrics
-from placewise.adapters.serve.placement import GangPlan, Projector, node_usage
-from placewise.adapters.serve.snapshot import Built, SnapshotBuilder, node_of
-from placewise.adapters.serve.stability import Baseline
+from placewise.adapters.serve.engine.gangs import meta
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.engine.placement import GangPlan, Projector, node_usage
+from placewise.adapters.serve.engine.snapshot import Built, SnapshotBuilder, node_of
+from placewise.adapters.serve.engine.stability import Baseline
+from placewise.adapters.serve.kube.informer import Cache
 from placewise.models.moves import MoveRules
 from placewise.models.plan import Plan, PlanPending, SolverInfo
 from placewise.models.snapshot import Snapshot

@@ -43,10 +43,10 @@ from placewise.adapters.multicluster import (
     user_plan,
 )
 from placewise.adapters.serve.app import discover
-from placewise.adapters.serve.informer import Cache, Informer
-from placewise.adapters.serve.kube import ApiError, Kube, Resource
-from placewise.adapters.serve.leader import elector
-from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.kube.client import ApiError, Kube, Resource
+from placewise.adapters.serve.kube.informer import Cache, Informer
+from placewise.adapters.serve.kube.leader import elector
 from placewise.models.cluster import KUEUE_GROUP
 from placewise.models.errors import InstanceError, Location
 from placewise.models.plan import Plan, PlanAdmission

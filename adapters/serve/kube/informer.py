@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from placewise.adapters.serve.kube import ApiError, Kube, Resource
-from placewise.adapters.serve.metrics import Metrics
+from placewise.adapters.serve.engine.metrics import Metrics
+from placewise.adapters.serve.kube.client import ApiError, Kube, Resource
 
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.informer")
