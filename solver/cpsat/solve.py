@@ -214,7 +214,16 @@ def _solve_cpsat(
     plan = _finished(start, searched)
     refused = _refused(start, plan, model.stages, floor, params.policy)
     if refused is not None:
-        return _fallback(start.warm, limit, refused)
+        back = _fallback(start.warm, limit, refused)
+        if classes is None:
+            return back
+        # The host-class LP was paid for: the warm start keeps its bounds.
+        theirs = classes.tiers(start.snapshot, back, end)
+        if theirs is None:
+            return back
+        tiers, total = theirs
+        info = {"tiers": tiers, "bound": None if total is None else float(total)}
+        return back.model_copy(update={"solver": back.solver.model_copy(update=info)})
     done = not restricted and all(r.status in ("OPTIMAL", "SKIPPED") for r in results)
     pol = params.policy
     tiers, total_bound = tier_report(

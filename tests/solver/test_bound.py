@@ -34,7 +34,7 @@ from placewise.solver.budget import Budget
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy
-from placewise.solver.problem.data import compile_problem
+from placewise.solver.problem.compile import compile_problem
 from tests.shared import requires_shared
 from tests.solver.exhaustive import SearchTooLarge, exhaustive_optimum, option_count
 from tests.solver.strategies import instances
@@ -70,9 +70,9 @@ def _assert_tier_bounds(snap: Snapshot, plans: dict[str, Plan]) -> None:
     GPUs is never below that plan's GPUs in the tier (the plan is one of
     the points it maximises over)."""
     for name, plan in plans.items():
-        data = compile_problem(snap)
+        problem = compile_problem(snap)
         params = CpSatParams(policy=Policy(preemption_price=0.0))
-        got = class_tiers(snap, data, params, plan, Budget.of(60.0))
+        got = class_tiers(snap, problem, params, plan, Budget.of(60.0))
         assert got is not None, name
         for tier in got[0]:
             assert tier.bound is not None

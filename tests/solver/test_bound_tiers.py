@@ -22,7 +22,7 @@ from placewise.solver.cpsat import CpSatParams, solve_cpsat
 from placewise.solver.policy import Policy, tier_figures
 
 GPUS = Policy(objective="gpus")
-SHORT = CpSatParams(time_limit=2.0, workers=1, seed=0)
+SHORT = CpSatParams(time_limit=30.0, deterministic_time=2.0, workers=1, seed=0)
 LONG = CpSatParams(time_limit=8.0, workers=1, seed=0)
 
 
