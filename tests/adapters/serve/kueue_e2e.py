@@ -168,9 +168,14 @@ class Recorder:
 
 
 def settle(
-    sc: Sidecar, rec: Recorder, quiet: float = 2.0, timeout: float = 40.0
+    sc: Sidecar, rec: Recorder, quiet: float = 2.0, timeout: float = 120.0
 ) -> None:
-    """Until no Workload changed and no plan was made for ``quiet`` seconds."""
+    """Until the loop's last plan was made from the Workloads the API serves
+    now (:func:`solved_current`) and, for ``quiet`` seconds, no Workload
+    changed and no plan was made.  Without a Kueue controller evicted
+    victims never release, so a plan may go on asking for what must wait:
+    quiet alone cannot tell that from a solve still running on a loaded
+    machine, but a plan older than the Workloads it serves can."""
     deadline = time.monotonic() + timeout
     solves, since = sc.loop.solves, time.monotonic()
     while time.monotonic() < deadline:
@@ -178,9 +183,27 @@ def settle(
         now = time.monotonic()
         if sc.loop.solves != solves:
             solves, since = sc.loop.solves, now
-        if sc.loop.state is not None and now - max(since, rec.last_event) >= quiet:
+        if now - max(since, rec.last_event) < quiet:
+            continue
+        if solved_current(sc, rec.api):
             return
+        since = now  # behind the cluster: a solve is due or running
     raise AssertionError(f"the loop did not settle in {timeout}s: {rec.events[-5:]}")
+
+
+def solved_current(sc: Sidecar, api: client.ApiClient) -> bool:
+    """The loop's last plan was made from exactly the Workloads the API server
+    serves now (the same names at the same resourceVersions)."""
+    state = sc.loop.state
+    if state is None:
+        return False
+    solved = {
+        k: o["metadata"].get("resourceVersion") for k, o in state.built.kueue.items()
+    }
+    served = {
+        key_of(o): o["metadata"].get("resourceVersion") for o in read_workloads(api)
+    }
+    return solved == served
 
 
 def settled(sc: Sidecar, api: client.ApiClient) -> bool:
@@ -193,10 +216,7 @@ def settled(sc: Sidecar, api: client.ApiClient) -> bool:
     if state is None or state.plan.admissions or state.plan.preemptions:
         return False
     served = {key_of(o): o for o in read_workloads(api)}
-    solved = {
-        k: o["metadata"].get("resourceVersion") for k, o in state.built.kueue.items()
-    }
-    if solved != {k: o["metadata"].get("resourceVersion") for k, o in served.items()}:
+    if not solved_current(sc, api):
         return False
     if any(holds(o) and _conds(o).get("Evicted") == "True" for o in served.values()):
         return False  # the Kueue stand-in has yet to release it
