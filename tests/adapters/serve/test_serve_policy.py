@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from placewise.adapters.cli.serve import config_from
-from placewise.adapters.serve import solveloop
+from placewise.adapters.serve.engine import solveloop
 from placewise.adapters.serve.engine.metrics import Metrics
 from placewise.adapters.serve.kube.informer import Cache
 from placewise.cli import build_parser
