@@ -352,7 +352,7 @@ def test_a_victim_that_finished_meanwhile_is_not_evicted(harness_factory):
         lambda: condition(sc.loop.cache.get("Workload", "ml/low") or {}, "Finished"),
         what="the sidecar sees low finished",
     )
-    sc.preemptor._evict_workload(state, p)
+    sc.preemptor.evict_workload(state, p)
     assert condition(get_workload(h, "low"), "Evicted") == {}
 
 
