@@ -26,7 +26,7 @@ from placewise.solver.bound.classes import (
 from placewise.solver.budget import Budget
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.model.objective import Stage
-from placewise.solver.cpsat.search.ceiling import outside_gpus
+from placewise.solver.cpsat.search.ceiling import outside_gpus, tier_results
 from placewise.solver.highs import Arrays, Running
 from placewise.solver.policy import Policy, accelerators, tier_figures
 from placewise.solver.problem.compile import Problem
@@ -129,20 +129,7 @@ class ClassBound:
         finally:
             for run in runs:
                 run.stop()
-        if pol.objective == "gpus":
-            tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
-            return tiers, bounds.get(None)
-        return (
-            tuple(
-                TierResult(
-                    priority=f.priority,
-                    gpus=f.gpus,
-                    bound=bounds.get(f.priority, f.gpus),
-                )
-                for f in figures
-            ),
-            None,
-        )
+        return tier_results(figures, bounds, pol)
 
 
 def _gpus_by_tier(snapshot: Snapshot, keys: set[str], pol: Policy) -> dict[int, int]:

@@ -12,6 +12,7 @@ as the plan has them.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from functools import partial
 
 from placewise.models.plan import Plan, SolverInfo, TierResult
@@ -20,7 +21,7 @@ from placewise.models.workload import Workload
 from placewise.solver.budget import Budget
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.search.stages import solve_stage
-from placewise.solver.policy import Policy, accelerators, tier_figures
+from placewise.solver.policy import Policy, TierFigures, accelerators, tier_figures
 from placewise.solver.problem.compile import Problem
 from placewise.solver.problem.data import ModelData, outside_demand
 
@@ -73,15 +74,21 @@ def relaxed_tiers(
         bounds[stage.tier] = running[stage.tier] + delta + extra[stage.tier]
         held = gpus[stage.tier] - running[stage.tier]
         model.model.add(sum(c * x for c, x in stage.gpus) >= held)
+    return tier_results(figures, bounds, pol)
+
+
+def tier_results(
+    figures: Sequence[TierFigures], bounds: dict[int | None, int], pol: Policy
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """Per tier its GPUs and proven bound (a tier without one is bounded by
+    itself); under ``objective: gpus`` the bound is on the total (key None)."""
     if pol.objective == "gpus":
         tiers = tuple(TierResult(priority=f.priority, gpus=f.gpus) for f in figures)
         return tiers, bounds.get(None)
     return (
         tuple(
             TierResult(
-                priority=f.priority,
-                gpus=f.gpus,
-                bound=bounds.get(f.priority, f.gpus),
+                priority=f.priority, gpus=f.gpus, bound=bounds.get(f.priority, f.gpus)
             )
             for f in figures
         ),
