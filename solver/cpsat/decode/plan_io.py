@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from placewise.models.cluster import PODS
 from placewise.models.plan import (
     Plan,
@@ -204,7 +206,10 @@ def plan_from_values(
             )
         )
     preemptions = []
-    credit = c.credit(values, named or {})
+    on_leaves: dict[int, set[int]] = defaultdict(set)
+    for (ps_idx, _), per_leaf in placed.items():
+        on_leaves[data.pod_sets[ps_idx].wl].update(per_leaf)
+    credit = c.credit(values, named or {}, on_leaves)
     for vd, x in zip(data.victims, v.victims, strict=True):
         if not values[x.index]:
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Mapping
 from math import gcd
 from typing import Literal
 
@@ -297,12 +298,23 @@ class Constraints:
             self._nominal_links[key] = t
         return [self._nominal_links[key]]
 
-    def credit(self, values: dict[int, int], named: dict[str, str]) -> dict[int, int]:
+    def credit(
+        self,
+        values: dict[int, int],
+        named: dict[str, str],
+        leaves: Mapping[int, set[int]] | None = None,
+    ) -> dict[int, int]:
         """victim index -> the workload credited with evicting it: an admitted
         member of a linked class that can preempt, the plan's named preemptor
         first (Kueue may have given the freed room to another workload), else
-        the first in queue order."""
+        the first in queue order.  With ``leaves`` (workload -> the leaves the
+        decoded plan puts it on), those placed on a leaf the victim frees come
+        first: the room an eviction frees must serve its preemptor (the
+        validator's ``preemption.unneeded`` and ``room-elsewhere``), and a
+        credit that ignores where the room went leaves the settling pass to
+        undo the plan."""
         data = self.data
+        leaves = leaves or {}
         out: dict[int, int] = {}
         for vd, victim in zip(data.victims, self.v.victims, strict=True):
             if not values[victim.index]:
@@ -314,9 +326,12 @@ class Constraints:
                 if any(values[x.index] for x in self._capable(w, p, vd.info.cq))
             ]
             want = named.get(vd.info.key)
+            freed = vd.leaf_usage.keys()
+            near = [w for w in able if not leaves.get(w, set()).isdisjoint(freed)]
+            pool = near or able
             chosen = next(
-                (w for w in able if data.workloads[w].key == want),
-                able[0] if able else None,
+                (w for w in pool if data.workloads[w].key == want),
+                pool[0] if pool else None,
             )
             if chosen is not None:
                 out[vd.idx] = chosen
