@@ -123,6 +123,16 @@ def _derived(pl: Placement, out: dict[int, int]) -> None:
         out[q.index] = int(per_dom.get((i, len(dom), dom), 0) > 0)
 
 
+def _evicted_queues(pl: Placement, values: Values) -> dict[int, set[str]]:
+    """leaf -> the ClusterQueues whose workloads the values evict there."""
+    out: dict[int, set[str]] = {}
+    for leaf, on in pl.layout.victims_on.items():
+        for vi, _ in on:
+            if values[pl.victims[vi].index]:
+                out.setdefault(leaf, set()).add(pl.data.victims[vi].info.cq)
+    return out
+
+
 def decode(pl: Placement, values: Values) -> dict[tuple[int, str], dict[int, int]]:
     """(pod set, flavor) -> leaf -> pods, for every pod set the values place."""
     layout = pl.layout
@@ -153,13 +163,16 @@ def decode(pl: Placement, values: Values) -> dict[tuple[int, str], dict[int, int
             if values[x.index] > 0
         ),
     )
+    evicted = _evicted_queues(pl, values)
     out: dict[tuple[int, str], dict[int, int]] = defaultdict(dict)
     for _depth, i, path, units in demands:
         spec = layout.specs[i]
         placed = out[(spec.pod_set, spec.flavor)]
+        cq = pl.data.workloads[pl.data.pod_sets[spec.pod_set].wl].cq.name
         candidates = sorted(
             (leaf for leaf in by_path[(spec.flavor, path)] if leaf in slots),
             key=lambda leaf: (
+                bool(evicted.get(leaf, set()) - {cq}),
                 leaf not in placed,
                 -slots[leaf].get(spec.shape, 0),
                 leaf,
