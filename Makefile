@@ -31,11 +31,11 @@ demo: $(STAMP)
 COV ?= 1
 test: $(DEV_STAMP)
 ifeq ($(COV),1)
-	$(BIN)/python -m pytest tests --cov --cov-report=
+	$(BIN)/python -m pytest tests --cov --cov-report= --durations=15
 	$(BIN)/coverage json -q -o coverage.json
 	$(BIN)/python -m placewise.benchmarks.coverage_table coverage.json
 else
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=15
 endif
 
 # Style, types, and the import contracts of pyproject.toml (the layering).
