@@ -86,8 +86,12 @@ class Policy:
 
     @property
     def move_rules(self) -> MoveRules:
-        """The move rules, lost work counted in this policy's GPUs."""
-        return self.moves.model_copy(update={"accelerators": self.accelerators})
+        """The move rules, lost work counted in this policy's GPUs and
+        priced at its ``preemption_price`` unless ``moves.price`` says."""
+        price = self.preemption_price if self.moves.price is None else self.moves.price
+        return self.moves.model_copy(
+            update={"accelerators": self.accelerators, "price": price}
+        )
 
     @staticmethod
     def from_file(path: str | Path) -> Policy:
