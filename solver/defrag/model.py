@@ -11,13 +11,17 @@ the gang's pods go:
   kept;
 * per leaf and resource: the gang's and the moved workloads' new pods fit
   the free capacity plus what the moved workloads free there;
-* at most ``count`` moves and ``lost`` GPU-seconds of lost work.
+* at most ``count`` moves and ``lost`` GPU-seconds of lost work;
+* with a price, the moves cost less than the gang gains
+  (:mod:`placewise.solver.defrag.price`).
 
 It minimises the lost work, then the moves (to admit), or the moves, then
 the lost work (the certificate).  OPTIMAL under the latter proves the
-fewest moves; INFEASIBLE proves that no set of moves within the limits
-admits the gang (over this model's scope: moves within the flavor, leaves no victim
-of the plan freed) — the certificate of ``pending[].fewestMoves``.
+fewest moves (the certificate's model has no count limit and no price,
+only the lost-work budget); INFEASIBLE proves that no set of moves within
+the limits admits the gang (over this model's scope: moves within the
+flavor, leaves no victim of the plan freed) — the certificate of
+``pending[].fewestMoves``.
 """
 
 from __future__ import annotations

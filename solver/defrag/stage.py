@@ -1,15 +1,20 @@
-"""Moves after the tiers: let blocked gangs in by moving the fewest workloads.
+"""Moves after the tiers: let blocked gangs in by moving running workloads.
 
 Runs on a finished plan (the optimizer's, which already maximised the
 tiers without moves), so a move is only ever added to admit a gang that
 plan left pending: the tiers can only gain, and a move that lets nothing
-new in is never part of a plan.  Gangs are taken highest priority first
-(then Kueue's queue order); each gets the move model
-(:mod:`placewise.solver.defrag.model`) with what is left of the budget,
-and its result is kept only when the whole plan still passes the
+new in is never part of a plan.  First the pending gangs of each flavor are
+decided together (:mod:`placewise.solver.defrag.joint`: the tiers, then the
+least lost work, then the fewest moves, each move paying for itself at the
+lost-work price, :mod:`placewise.solver.defrag.price`); then each gang
+still pending, highest priority first (then Kueue's queue order), gets the
+one-gang model (:mod:`placewise.solver.defrag.model`) with what is left of
+the budget — a second chance where the joint model ran out of time, and the
+certificate.  A result is kept only when the whole plan still passes the
 validator.  Every gang left pending says what holds it back
 (``blockedBy``) and, where the model proved it, the fewest moves that would
-admit it (``fewestMoves``), or that no plan within the budget does.
+admit it (``fewestMoves``), or that no plan within the budget (moves that
+pay for themselves) does.
 """
 
 from __future__ import annotations
@@ -156,7 +161,7 @@ class _Search:
             share = max(left / 2, left / max(1, len(gangs) - i))
             self.outcomes[w.key] = self._one(w, max(MIN_SECONDS, share))
 
-    def _limits(self, seconds: float, pays_share: float = 1.0) -> Limits:
+    def _limits(self, seconds: float, det_share: float = 1.0) -> Limits:
         return Limits(
             count=self.count_left,
             lost=self.lost_left,
@@ -165,7 +170,7 @@ class _Search:
             seed=self.seed,
             deterministic=None
             if self.deterministic is None
-            else self.deterministic * pays_share,
+            else self.deterministic * det_share,
         )
 
     def _pays(self, g: _Gang) -> int | None:
