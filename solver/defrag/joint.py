@@ -13,7 +13,11 @@ pending gang of the flavor has ``admit[g]``, placed as in
    second solve with the tiers held at what the first found;
 3. each move is charged to one admitted gang (``charge[m, g]``), and a
    gang's charges must cost less than it gains
-   (:mod:`placewise.solver.defrag.price`): a move pays for itself.
+   (:mod:`placewise.solver.defrag.price`): a move pays for itself;
+4. quota: each gang fits its queue alone (its flavor choice); gangs under
+   one cohort tree together take at most what the tightest of their queues
+   may still take (``caps``) — a sufficient rule, not Kueue's whole tree, so
+   the caller's validator stays the judge.
 
 The result is a plan candidate; the caller validates it.
 """
@@ -40,6 +44,10 @@ class JointGang:
     gpus: int
     pays: int | None
     """What admitting it gains, in :attr:`Held.cost` units; None: no price."""
+
+
+Cap = tuple[list[tuple[int, int]], int]
+"""(gang index, quota it takes) terms and the most they may take together."""
 
 
 @dataclass(slots=True)
@@ -74,6 +82,7 @@ def solve_joint(
     gangs: Sequence[JointGang],
     held: Sequence[Held],
     limits: Limits,
+    caps: Sequence[Cap] = (),
 ) -> JointResult:
     room = Room(fi, held)
     m, mv = room.m, room.mv
@@ -81,6 +90,8 @@ def solve_joint(
     xs = [room.place(g.needs, admit[i], f"g{i}") for i, g in enumerate(gangs)]
     room.fit(rem, limits)
     _charge(m, gangs, held, admit, mv)
+    for terms, cap in caps:
+        m.add(sum(q * admit[i] for i, q in terms) <= cap)
     weights = tier_weights(gangs)
     tiers = sum(w * a for w, a in zip(weights, admit, strict=True))
     # Fewer moves break ties already here: a stage-one plan kept as it is

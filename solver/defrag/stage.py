@@ -46,11 +46,12 @@ from placewise.models.validate import validate
 from placewise.models.workload import Workload
 from placewise.solver.baselines.records import FlavorChoice, IntArray
 from placewise.solver.budget import Budget
-from placewise.solver.defrag.joint import JointGang, solve_joint
+from placewise.solver.defrag.joint import Cap, JointGang, solve_joint
 from placewise.solver.defrag.model import Limits, Placed, solve_gang
 from placewise.solver.defrag.price import gain, move_cost
 from placewise.solver.defrag.state import Held, PlanState, PodSetNeed
 from placewise.solver.kueue.order import queue_order
+from placewise.solver.kueue.quota import FR
 from placewise.solver.policy import Policy, accelerators, tier_figures
 
 log = logging.getLogger("placewise")
@@ -200,13 +201,32 @@ class _Search:
                 JointGang(g.needs, g.workload.priority, self._gpus(g), self._pays(g))
                 for g in group
             ]
-            result = solve_joint(fi, fi.tree.rem.copy(), joint, held, limits)
+            caps = self._caps(group)
+            result = solve_joint(fi, fi.tree.rem.copy(), joint, held, limits, caps)
             seconds = max(0.0, seconds - share)
             if not result.admitted:
                 continue
             entries = [(group[i], placed) for i, placed in result.admitted.items()]
             if not self._commit(entries, held, result.moved):
                 log.info("the joint moves for %s fail the validator", flavor)
+
+    def _caps(self, group: list[_Gang]) -> list[Cap]:
+        """Per cohort tree and flavor-resource, the gangs' quota together
+        within the least any of their queues may still take."""
+        trees: dict[tuple[str, FR], list[tuple[int, str, int]]] = {}
+        for i, g in enumerate(group):
+            root = self.state.quota.root(g.cq.name).id
+            for fr, q in g.choice.usage.items():
+                if q > 0:
+                    trees.setdefault((root, fr), []).append((i, g.cq.name, q))
+        return [
+            (
+                [(i, q) for i, _, q in terms],
+                min(self.state.quota.available(cq, fr) for _, cq, _ in terms),
+            )
+            for (_, fr), terms in sorted(trees.items())
+            if len(terms) > 1
+        ]
 
     def _gpus(self, g: _Gang) -> int:
         return sum(
