@@ -8,8 +8,8 @@ it admits is usually in a higher tier than its victims, where the tiers
 alone would take any move.  Hence the move's own rule: a gang admitted
 through moves must gain more GPUs (its own) than its moves cost at that
 price — the GPUs it gains must run an hour to repay each GPU-hour lost at
-price 1.  Without it the tiers bought a 32-GPU gang with ~50 GPU-hours of
-old work per move (issue 20's bench).
+price 1.  Without it the tiers bought 32-GPU gangs with 50-70 GPU-hours of
+old work per move (issue 20's bench, benchmarks/README.md).
 
 Units are 1/UNITS GPU (GPU-minutes of lost work at price 1), exact
 integers; lost work is rounded up, as :func:`placewise.solver.lost_work.
