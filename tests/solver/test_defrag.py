@@ -133,8 +133,15 @@ def instance(jobs: list[tuple[str, int]], hours: Sequence[float] = ()) -> Snapsh
 
 
 def write_instance(
-    path: Path, jobs: list[tuple[str, int]], hours: Sequence[float] = ()
+    path: Path,
+    jobs: list[tuple[str, int]],
+    hours: Sequence[float] = (),
+    hosts: dict[str, str] | None = None,
+    gangs: Sequence[tuple[str, int]] = (("gang", 2),),
 ) -> Path:
+    """``hosts``: host -> rack (default :data:`HOSTS`); ``gangs``: (name,
+    pods) of each pending rack-required gang of 4-GPU pods, in queue order
+    (one second apart)."""
     ran = [*hours, *[0.0] * (len(jobs) - len(hours))]
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
@@ -177,12 +184,15 @@ def write_instance(
             "metadata": {"namespace": "default", "name": "lq"},
             "spec": {"clusterQueue": "cq"},
         },
-        *(_node(h, r) for h, r in HOSTS.items()),
+        *(_node(h, r) for h, r in (hosts or HOSTS).items()),
         *(
             _workload(f"job-{i}", 1, g, host=h, hours=ran[i])
             for i, (h, g) in enumerate(jobs)
         ),
-        _workload("gang", 2, GPUS, rack=True),
+        *(
+            _workload(name, pods, GPUS, rack=True, hours=(len(gangs) - 1 - i) / 3600)
+            for i, (name, pods) in enumerate(gangs)
+        ),
     ]
     path.write_text(yaml.safe_dump_all(objects))
     return path
