@@ -151,7 +151,7 @@ def _charge(
         pays = gangs[i].pays
         assert pays is not None
         if bill:
-            m.add(sum(c * v for c, v in bill) <= (pays - 1) * admit[i])
+            m.add(sum(c * v for c, v in bill) <= max(0, pays - 1) * admit[i])
 
 
 def _all(

@@ -172,13 +172,14 @@ def solve_gang(
 ) -> GangResult:
     """Fewest moves admitting ``gang`` with free capacity ``rem``;
     ``pays``: what the gang gains, in the units of :attr:`Held.cost` (its
-    moves must cost less), None: no price."""
+    moves must cost less; a gang without GPUs gains nothing, so only free
+    moves), None: no price."""
     room = Room(fi, held)
     m, mv = room.m, room.mv
     gx = room.place(gang, 1, "g")
     room.fit(rem, limits)
     if pays is not None:
-        m.add(sum(h.cost * mv[k] for k, h in enumerate(held)) <= pays - 1)
+        m.add(sum(h.cost * mv[k] for k, h in enumerate(held)) <= max(0, pays - 1))
     m.minimize(room.fewest_then_least(limits.first))
     solver = room.solver(limits)
     code = solver.solve(m)
