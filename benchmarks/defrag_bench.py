@@ -1,7 +1,7 @@
 """Moves on ``fragmented-running``: kueue, kai-consolidation, cpsat, cpsat+moves.
 
 Not a test: ``python -m placewise.benchmarks.defrag_bench --seeds 1 2 3
---time-limit 10 --moves 16 [--lost-gpu-hours H]`` prints one row per seed
+--time-limit 10 --moves 16 [--lost-gpu-hours H] [--price P]`` prints one row per seed
 and solver (issue 20's figures, recorded in benchmarks/README.md): GPUs
 running after the plan per priority tier (highest first), gangs admitted,
 moves, lost GPU-hours, wall seconds, and whether the validator accepts the
@@ -95,8 +95,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--time-limit", type=float, default=10.0)
     p.add_argument("--moves", type=int, default=16)
     p.add_argument("--lost-gpu-hours", type=float, default=None)
+    p.add_argument(
+        "--price",
+        type=float,
+        default=None,
+        help="the policy's moves.price (default: its preemption_price, 1); "
+        "0: moves limited by the budget alone",
+    )
     args = p.parse_args(argv)
-    budget = MoveRules(count=args.moves, lost_gpu_hours=args.lost_gpu_hours)
+    budget = MoveRules(
+        count=args.moves, lost_gpu_hours=args.lost_gpu_hours, price=args.price
+    )
     with_moves = Policy(moves=budget)
     print(
         "| seed | solver | GPUs per tier (high→low) | gangs | moves | lost GPU-h "

@@ -47,6 +47,12 @@ class MoveRules(Frozen):
     """Running workloads of these ClusterQueues are movable as well."""
     accelerators: tuple[str, ...] = ()
     """Resources counted as GPUs in lost work (the policy's)."""
+    price: float | None = None
+    """GPUs a gang admitted through moves must gain per GPU-hour of work its
+    moves throw away (each move also costs the policy's ``reversal_gpus``):
+    a move must pay for itself.  None: the policy's ``preemption_price``;
+    0: the budget alone limits moves.  The optimizer's rule, not the
+    validator's: a plan that ignores it is still a valid plan."""
 
     @property
     def enabled(self) -> bool:

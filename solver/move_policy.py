@@ -5,6 +5,7 @@ moves:
   budget:
     count: 2              # at most 2 moves per plan
     lost_gpu_hours: 4.0   # at most 4 GPU-hours of work thrown away
+  price: 1.0              # GPUs a gang must gain per GPU-hour its moves lose
   movable:                # besides the placewise.io/movable: "true" label
     priority_at_most: 100 # running workloads of priority <= 100
     queues: [team-a]      # running workloads of these ClusterQueues
@@ -27,6 +28,8 @@ from placewise.models.snapshot import Snapshot
 
 MAX_COUNT = 10**4
 MAX_LOST_GPU_HOURS = 10.0**9
+MAX_PRICE = 1000
+"""As the policy's ``preemption_price``: beyond it no move ever pays."""
 
 
 class PolicyError(ValueError):
@@ -41,7 +44,7 @@ def parse_moves(raw: object) -> MoveRules:
     """The ``moves`` mapping as rules; raises :class:`PolicyError`."""
     if raw is None:
         return MoveRules()
-    top = _mapping(raw, "moves", ("budget", "movable"))
+    top = _mapping(raw, "moves", ("budget", "movable", "price"))
     budget = _mapping(top.get("budget"), "moves.budget", ("count", "lost_gpu_hours"))
     movable = _mapping(
         top.get("movable"), "moves.movable", ("priority_at_most", "queues")
@@ -57,6 +60,13 @@ def parse_moves(raw: object) -> MoveRules:
         if not math.isfinite(lost) or not 0 <= lost <= MAX_LOST_GPU_HOURS:
             raise PolicyError(field, f"must be in [0, {MAX_LOST_GPU_HOURS:g}]")
         lost = float(lost)
+    price = top.get("price")
+    if price is not None:
+        if isinstance(price, bool) or not isinstance(price, int | float):
+            raise PolicyError("moves.price", f"must be a number, got {price!r:.80}")
+        if not math.isfinite(price) or not 0 <= price <= MAX_PRICE:
+            raise PolicyError("moves.price", f"must be in [0, {MAX_PRICE}]")
+        price = float(price)
     prio = movable.get("priority_at_most")
     if prio is not None:
         prio = _integer(prio, "moves.movable.priority_at_most", -(2**31), 2**31 - 1)
@@ -70,6 +80,7 @@ def parse_moves(raw: object) -> MoveRules:
         lost_gpu_hours=lost,
         priority_at_most=prio,
         queues=tuple(sorted(set(queues))),
+        price=price,
     )
 
 

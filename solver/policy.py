@@ -65,8 +65,10 @@ class Policy:
     maximum execution time, or its expected duration) is left to finish:
     the optimizer does not preempt it.  Only with a non-zero price."""
     moves: MoveRules = field(default_factory=MoveRules)
-    """The move budget and who may move (:mod:`placewise.solver.move_policy`);
-    no budget: no moves."""
+    """The move budget, who may move and the move price
+    (:mod:`placewise.solver.move_policy`); no budget: no moves.  Moves are
+    priced at ``preemption_price`` (plus ``reversal_gpus`` each) unless
+    ``moves.price`` says otherwise."""
 
     reversal_gpus: float = 1.0
     """GPUs of its own tier that evicting a running workload costs on top
@@ -86,8 +88,12 @@ class Policy:
 
     @property
     def move_rules(self) -> MoveRules:
-        """The move rules, lost work counted in this policy's GPUs."""
-        return self.moves.model_copy(update={"accelerators": self.accelerators})
+        """The move rules, lost work counted in this policy's GPUs and
+        priced at its ``preemption_price`` unless ``moves.price`` says."""
+        price = self.preemption_price if self.moves.price is None else self.moves.price
+        return self.moves.model_copy(
+            update={"accelerators": self.accelerators, "price": price}
+        )
 
     @staticmethod
     def from_file(path: str | Path) -> Policy:

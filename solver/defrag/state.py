@@ -56,6 +56,9 @@ class Held:
     psas: tuple[PodSetAssignment, ...]
     lost: int
     """GPU-seconds a move throws away."""
+    cost: int = 0
+    """What a move costs a gang it admits, in 1/UNITS GPU of that gang
+    (:func:`placewise.solver.defrag.price.move_cost`)."""
 
 
 def admission_usage(psas: Iterable[PodSetAssignment]) -> dict[FR, int]:

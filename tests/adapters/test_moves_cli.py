@@ -67,6 +67,8 @@ def test_the_policy_budget_and_moves_override(tmp_path: Path) -> None:
         ("moves: {movable: {queues: [nope]}}", "moves.movable.queues"),
         ("moves: {movable: {priority_at_most: 1.5}}", "moves.movable.priority_at_most"),
         ("moves: {budgets: {}}", "moves"),
+        ("moves: {price: -1}", "moves.price"),
+        ("moves: {price: cheap}", "moves.price"),
     ],
 )
 def test_bad_move_policy_is_exit_2_with_file_object_field(

@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 import random
 import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +28,14 @@ from placewise.models.validate import validate
 from placewise.solver.budget import Budget
 from placewise.solver.defrag import add_moves
 from placewise.solver.greedy import solve_greedy
-from placewise.solver.policy import Policy
+from placewise.solver.policy import Policy, tier_figures
 from placewise.solver.solve import SolveParams, solve
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 HOSTS = {"h1": "r1", "h2": "r1", "h3": "r2", "h4": "r2"}
 GPUS = 4
 HOSTNAME = "kubernetes.io/hostname"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _node(host: str, rack: str) -> dict[str, Any]:
@@ -66,15 +69,23 @@ def _pod_set(count: int, gpus: int, rack: bool) -> dict[str, Any]:
 
 
 def _workload(
-    name: str, count: int, gpus: int, host: str | None = None, rack: bool = False
+    name: str,
+    count: int,
+    gpus: int,
+    host: str | None = None,
+    rack: bool = False,
+    hours: float = 0,
 ) -> dict[str, Any]:
+    """``hours``: how long a running one has run at the snapshot's now (the
+    gang's creation, the newest time in the instance)."""
+    started = (NOW - timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
     obj: dict[str, Any] = {
         "apiVersion": KUEUE,
         "kind": "Workload",
         "metadata": {
             "namespace": "default",
             "name": name,
-            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "creationTimestamp": started,
         },
         "spec": {"queueName": "lq", "podSets": [_pod_set(count, gpus, rack)]},
     }
@@ -101,26 +112,37 @@ def _workload(
                     "type": "QuotaReserved",
                     "status": "True",
                     "reason": "Admitted",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    "lastTransitionTime": started,
                 },
                 {
                     "type": "Admitted",
                     "status": "True",
                     "reason": "Admitted",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    "lastTransitionTime": started,
                 },
             ],
         }
     return obj
 
 
-def instance(jobs: list[tuple[str, int]]) -> Snapshot:
-    """``jobs``: (host, GPUs) of each running job; the gang is pending."""
+def instance(jobs: list[tuple[str, int]], hours: Sequence[float] = ()) -> Snapshot:
+    """``jobs``: (host, GPUs) of each running job; the gang is pending.
+    ``hours``: how long each job has run (0 where not given)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return load_snapshot([write_instance(Path(tmp) / "i.yaml", jobs)])
+        return load_snapshot([write_instance(Path(tmp) / "i.yaml", jobs, hours)])
 
 
-def write_instance(path: Path, jobs: list[tuple[str, int]]) -> Path:
+def write_instance(
+    path: Path,
+    jobs: list[tuple[str, int]],
+    hours: Sequence[float] = (),
+    hosts: dict[str, str] | None = None,
+    gangs: Sequence[tuple[str, int]] = (("gang", 2),),
+) -> Path:
+    """``hosts``: host -> rack (default :data:`HOSTS`); ``gangs``: (name,
+    pods) of each pending rack-required gang of 4-GPU pods, in queue order
+    (one second apart)."""
+    ran = [*hours, *[0.0] * (len(jobs) - len(hours))]
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
         {
@@ -162,9 +184,15 @@ def write_instance(path: Path, jobs: list[tuple[str, int]]) -> Path:
             "metadata": {"namespace": "default", "name": "lq"},
             "spec": {"clusterQueue": "cq"},
         },
-        *(_node(h, r) for h, r in HOSTS.items()),
-        *(_workload(f"job-{i}", 1, g, host=h) for i, (h, g) in enumerate(jobs)),
-        _workload("gang", 2, GPUS, rack=True),
+        *(_node(h, r) for h, r in (hosts or HOSTS).items()),
+        *(
+            _workload(f"job-{i}", 1, g, host=h, hours=ran[i])
+            for i, (h, g) in enumerate(jobs)
+        ),
+        *(
+            _workload(name, pods, GPUS, rack=True, hours=(len(gangs) - 1 - i) / 3600)
+            for i, (name, pods) in enumerate(gangs)
+        ),
     ]
     path.write_text(yaml.safe_dump_all(objects))
     return path
@@ -362,3 +390,93 @@ def test_fragmented_running_blocks_gangs_by_fragmentation_alone() -> None:
         if r == "nvidia.com/gpu"
     )
     assert gpus - used >= 2 * 32  # two half-rack gangs' worth idle, in pieces
+
+
+def _cert(plan: Plan) -> Any:
+    (entry,) = [p for p in plan.pending if p.workload == "default/gang"]
+    return entry
+
+
+def test_a_move_must_pay_for_itself() -> None:
+    """The 8-GPU gang gains 8 GPUs; moving a 2-GPU job that ran 5 hours
+    throws away 10 GPU-hours (plus a GPU for the reversal): at the default
+    price (1 GPU per GPU-hour lost) it does not pay, at price 0 it does.
+    The certificate still says how many moves would admit the gang."""
+    jobs = [("h1", 2), ("h3", 2)]
+    assert brute_fewest(jobs) == 1
+    snap = instance(jobs, hours=[5, 5])
+    base = solve_greedy(snap)
+    priced = Policy(moves=MoveRules(count=2))
+    plan = add_moves(snap, base, priced, Budget.of(5.0), workers=1, seed=0)
+    assert not plan.moves and "default/gang" not in {
+        a.workload for a in plan.admissions
+    }
+    entry = _cert(plan)
+    assert entry.fewest_moves == 1 and entry.blocked_by == "fragmentation"
+    assert "pay for themselves" in entry.reason
+    free = Policy(moves=MoveRules(count=2, price=0))
+    plan = add_moves(snap, base, free, Budget.of(5.0), workers=1, seed=0)
+    assert len(plan.moves) == 1 and plan.moves[0].lost_gpu_hours == 10
+    assert validate(snap, plan, free.move_rules) == []
+    # The policy's preemption price is the default move price.
+    cheap = Policy(preemption_price=0.5, moves=MoveRules(count=2))
+    assert cheap.move_rules.price == 0.5
+    plan = add_moves(snap, base, cheap, Budget.of(5.0), workers=1, seed=0)
+    assert len(plan.moves) == 1  # 5 + 1 GPUs < 8
+
+
+def test_the_move_that_pays_is_the_young_one() -> None:
+    """Either job's move admits the gang; only the one that ran an hour
+    pays for itself (2 GPU-hours + 1 < 8 GPUs), and that one moves."""
+    snap = instance([("h1", 2), ("h3", 2)], hours=[5, 1])
+    plan = add_moves(
+        snap,
+        solve_greedy(snap),
+        Policy(moves=MoveRules(count=2)),
+        Budget.of(5.0),
+        workers=1,
+        seed=0,
+    )
+    (move,) = plan.moves
+    assert move.workload == "default/job-1" and move.lost_gpu_hours == 2
+    assert "default/gang" in {a.workload for a in plan.admissions}
+
+
+def test_tier_weights_order_plans_as_the_tiers_do() -> None:
+    from placewise.solver.defrag.joint import JointGang, tier_weights
+
+    high_one, high_none, low_a, low_b = tier_weights(
+        [
+            JointGang([], 10, 1, None),
+            JointGang([], 10, 0, None),
+            JointGang([], 0, 32, None),
+            JointGang([], 0, 32, None),
+        ]
+    )
+    assert high_none > low_a + low_b  # any gang of a higher tier first
+    assert high_one > high_none > 0  # GPUs first, then gangs without GPUs
+    assert low_a == low_b
+
+
+def test_fragmented_running_moves_beat_kai_consolidation_at_its_cost() -> None:
+    """Issue 20's clause on the bench family (seed 1, from Kueue's plan, a
+    deterministic budget): the moves lift the tiers at least to KAI's
+    consolidation with no more moves and no more lost work, and the gangs
+    admitted through moves gain more GPUs than their moves cost."""
+    from placewise.benchmarks.defrag_bench import instance as family_instance
+    from placewise.solver.policy import primary_vector
+
+    snap = family_instance(1)
+    policy = Policy(moves=MoveRules(count=16))
+    kai = solve(snap, SolveParams(solver="kai-consolidation", policy=policy))
+    base = solve_greedy(snap)
+    plan = add_moves(snap, base, policy, Budget.of(60.0), 1, 0, deterministic=1.0)
+    assert validate(snap, plan, policy.move_rules) == []
+    assert plan.moves and primary_vector(snap, plan) >= primary_vector(snap, kai)
+    assert len(plan.moves) <= len(kai.moves)
+    lost = sum(m.lost_gpu_hours for m in plan.moves)
+    assert lost <= sum(m.lost_gpu_hours for m in kai.moves)
+    gained = sum(f.gpus for f in tier_figures(snap, plan)) - sum(
+        f.gpus for f in tier_figures(snap, base)
+    )
+    assert gained > lost + len(plan.moves)  # price 1, a GPU's reversal per move
