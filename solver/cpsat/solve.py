@@ -32,12 +32,18 @@ from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.model.fairness import SCALE
 from placewise.solver.cpsat.model.objective import Stage, priced_vector
 from placewise.solver.cpsat.search.ceiling import relaxed_tiers
+from placewise.solver.cpsat.search.partition import (
+    Partition,
+    PartitionSearch,
+    partition,
+)
 from placewise.solver.cpsat.search.stages import run_stages
 from placewise.solver.cpsat.search.warmstart import best_fit
 from placewise.solver.cpsat.tuning import (
     CLASS_SHARE,
     GREEDY_SECONDS_PER_CELL,
     GREEDY_SHARE,
+    LARGE_BOUND_SHARE,
     LARGE_CELLS,
     MIN_BUDGET,
     RACE_VARIABLES,
@@ -386,20 +392,48 @@ def _solved(
 
 def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     """Beyond LARGE_CELLS the full model would not build and search within
-    the budget: the warm start, filled with what still fits, is the plan,
-    and the host-class LP (:mod:`placewise.solver.bound.tiers`) proves each
-    tier's bound — the relaxed model's if an LP does not finish in time."""
+    the budget: the warm start, filled with what still fits, is improved
+    block by block (``search.partition:PartitionSearch``), and the
+    host-class LP (:mod:`placewise.solver.bound.tiers`) proves each tier's
+    bound — the relaxed model's if an LP does not finish in time."""
     from placewise.solver.bound.tiers import class_tiers  # see _class_bound
 
     problem = start.problem
     plan = fill(problem, start.warm)
     plan = _with_reasons(plan, {**start.reasons, **explain(problem, plan)})
+    end = limit.less_margin()
+    search = end.short_of(LARGE_BOUND_SHARE * limit.seconds)
+    part = _partition(start, params)
+    if part is not None and search.remaining() > MIN_BUDGET:
+        pol = params.policy
+        found = PartitionSearch(start.snapshot, problem, params, part, start.reasons)
+        better = found.run(plan, search)
+        if better is not plan:
+            better = _finished(start, better)
+            better = _with_reasons(better, {**start.reasons, **explain(problem, better)})
+            if primary_vector(start.snapshot, better, pol) > primary_vector(
+                start.snapshot, plan, pol
+            ):
+                plan = better
     flat = unpriced(params)
-    got = class_tiers(start.snapshot, problem, flat, plan, limit.less_margin())
+    got = class_tiers(start.snapshot, problem, flat, plan, end)
     if got is None:
-        got = relaxed_tiers(start.snapshot, problem, flat, plan, limit.less_margin())
+        got = relaxed_tiers(start.snapshot, problem, flat, plan, end)
     tiers, total_bound = got
     return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
+
+
+def _partition(start: _Start, params: CpSatParams) -> Partition | None:
+    """The blocks the partition search works on; None where it does not
+    apply: a deterministic budget (its rounds are timed), fair sharing (the
+    acceptance of a plan reads every cohort's shares) or several clusters
+    (a plan's copies compete across them)."""
+    snap = start.snapshot
+    if params.deterministic_time is not None or snap.fair_sharing.enable:
+        return None
+    if isinstance(snap, MultiSnapshot):
+        return None
+    return partition(snap, params.policy)
 
 
 def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:

@@ -112,3 +112,20 @@ them between CP-SAT and its racers."""
 DETERMINISTIC_WORKERS = 8
 """Interleaved subsolvers under a deterministic budget, whatever the cores:
 the same plan for any ``--workers``."""
+
+# -- The partition search (search/partition.py), beyond LARGE_CELLS.
+
+MIN_PARTS = 4
+"""The partition is by the shallowest topology level with at least this many
+domains (blocks at 10,000 hosts, racks on a one-block cluster)."""
+ROUND_HOSTS = 256
+"""Hosts one round's sub-problem spans (two 128-host blocks at 10,000 hosts),
+at most half the parts."""
+PARTITION_ROUND_SECONDS = 0.5
+"""Search time of one round's sub-model (its compile and build come on top)."""
+MIN_ROUND_SECONDS = 0.3
+"""No round starts with less time left: compiling and building a sub-problem
+takes about this much before its search."""
+LARGE_BOUND_SHARE = 0.2
+"""Of the time limit, what the partition search leaves to the host-class
+LP's per-tier bounds (~1.8 s at 10,000 hosts on the loaded 2-core machine)."""
