@@ -410,7 +410,9 @@ def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
         better = found.run(plan, search)
         if better is not plan:
             better = _finished(start, better)
-            better = _with_reasons(better, {**start.reasons, **explain(problem, better)})
+            better = _with_reasons(
+                better, {**start.reasons, **explain(problem, better)}
+            )
             if primary_vector(start.snapshot, better, pol) > primary_vector(
                 start.snapshot, plan, pol
             ):

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from placewise.models.cluster import HOSTNAME_LABEL
 from placewise.models.plan import Plan, PlanAdmission
 from placewise.models.snapshot import Snapshot
+from placewise.models.workload import PodSetAssignment
 from placewise.solver.budget import Budget
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.search.stages import run_stages
@@ -43,12 +44,12 @@ from placewise.solver.cpsat.tuning import (
     PARTITION_ROUND_SECONDS,
     ROUND_HOSTS,
 )
+from placewise.solver.kueue.workload import WlInfo, running_info
 from placewise.solver.policy import Policy, accelerators
 from placewise.solver.problem.compile import Problem
 from placewise.solver.problem.data import admitted_info, compile_data
 from placewise.solver.problem.layout import build_layout
 from placewise.solver.problem.pairs import add_pairs
-from placewise.solver.kueue.workload import WlInfo, running_info
 
 log = logging.getLogger("placewise.cpsat")
 
@@ -162,7 +163,7 @@ class Infos:
 
     def of_admission(self, adm: PlanAdmission) -> WlInfo:
         got = self.admitted.get(adm.workload)
-        if got is None or got[0] != adm:
+        if got is None or got[0] is not adm:
             got = self.admitted[adm.workload] = (
                 adm,
                 admitted_info(self.snapshot, adm),
@@ -183,19 +184,26 @@ def sub_problem(
     unsupported = whole.data.unsupported
     inside: list[PlanAdmission] = []
     outside: list[PlanAdmission] = []
+    taken: set[str] = set()
+    """Hosts the fixed admissions use."""
     for adm in plan.admissions:
         spots = _hosts(part, adm)
         movable = spots and spots <= hosts and adm.workload not in unsupported
         (inside if movable else outside).append(adm)
+        if not movable:
+            taken |= spots
     decided = {a.workload for a in inside}
     evicted = {p.workload: p.preemptor for p in plan.preemptions}
-    # A victim stays to be decided when its preemptor is decided here and it
-    # holds room here; otherwise it stays evicted, as the incumbent has it.
+    # A victim is decided again only when its preemptor is, and all of its
+    # room lies here, unused by the fixed admissions; otherwise it stays
+    # evicted, as the incumbent has it.
     carried = tuple(
         sorted(
             k
             for k, by in evicted.items()
-            if by not in decided or not (running_hosts.get(k, set()) & hosts)
+            if by not in decided
+            or not running_hosts.get(k, set()) <= hosts
+            or running_hosts.get(k, set()) & taken
         )
     )
     elsewhere = [
@@ -208,9 +216,7 @@ def sub_problem(
     removed = frozenset(elsewhere) | frozenset(carried)
     admitted = {a.workload for a in plan.admissions}
     free = [
-        w
-        for w in snapshot.admissible()
-        if w.key in decided or w.key not in admitted
+        w for w in snapshot.admissible() if w.key in decided or w.key not in admitted
     ]
     view = _view(snapshot, hosts)
     data = compile_data(view, free, fixed, removed, dict(unsupported), outside)
@@ -247,7 +253,7 @@ class PartitionSearch:
     ) -> None:
         self.snapshot = snapshot
         self.whole = whole
-        self.params = params
+        self.params = replace(params, deterministic_time=None)
         self.part = part
         self.reasons = reasons
         self.rng = random.Random(params.seed)
@@ -255,41 +261,51 @@ class PartitionSearch:
         self.infos = Infos(snapshot)
         self.rounds = 0
         self.improved = 0
+        self._held = self._running_gpus()
+        self._weights: tuple[Plan, list[int]] | None = None
+
+    def _running_gpus(self) -> dict[str, dict[Block, int]]:
+        """Running workload -> accelerators it holds per part."""
+        out: dict[str, dict[Block, int]] = {}
+        for w in self.snapshot.running:
+            assert w.admission is not None
+            out[w.key] = self._gpus(w.admission.pod_set_assignments)
+        return out
+
+    def _gpus(self, psas: Iterable[PodSetAssignment]) -> dict[Block, int]:
+        """Accelerators per part that pod set assignments hold on TAS hosts."""
+        busy: dict[Block, int] = defaultdict(int)
+        pol = self.params.policy
+        for psa in psas:
+            ta = psa.topology_assignment
+            if ta is None or psa.count <= 0:
+                continue
+            per_pod = accelerators(psa.resource_usage, pol) // psa.count
+            for d in ta.domains:
+                for flavor in psa.flavors.values():
+                    nodes = self.part.where.get((flavor, tuple(d.values)))
+                    if nodes:
+                        busy[self.part.block_of[min(nodes)]] += per_pod * d.count
+                        break
+        return busy
 
     def _idle(self, plan: Plan) -> list[int]:
-        """Per block, the accelerators neither running work the plan keeps
-        nor its admissions hold."""
-        pol = self.params.policy
+        """Per part, the accelerators that neither the running work the plan
+        keeps nor its admissions hold (computed once per incumbent)."""
+        if self._weights is not None and self._weights[0] is plan:
+            return self._weights[1]
         busy: dict[Block, int] = defaultdict(int)
         evicted = {p.workload for p in plan.preemptions}
-        held = [
-            adm
-            for w in self.snapshot.running
-            if w.key not in evicted and (adm := self._as_admission(w.key)) is not None
-        ]
-        for adm in [*held, *plan.admissions]:
-            for psa in adm.pod_set_assignments:
-                ta = psa.topology_assignment
-                if ta is None or psa.count <= 0:
-                    continue
-                per_pod = accelerators(psa.resource_usage, pol) // psa.count
-                for d in ta.domains:
-                    for flavor in psa.flavors.values():
-                        nodes = self.part.where.get((flavor, tuple(d.values)))
-                        if nodes:
-                            busy[self.part.block_of[min(nodes)]] += per_pod * d.count
-                            break
-        return [max(0, self.part.gpus[b] - busy[b]) for b in self.part.blocks]
-
-    def _as_admission(self, key: str) -> PlanAdmission | None:
-        w = self.snapshot.workloads[key]
-        if w.admission is None:
-            return None
-        return PlanAdmission(
-            workload=key,
-            cluster_queue=w.admission.cluster_queue,
-            pod_set_assignments=w.admission.pod_set_assignments,
-        )
+        for key, held in self._held.items():
+            if key not in evicted:
+                for b, g in held.items():
+                    busy[b] += g
+        for adm in plan.admissions:
+            for b, g in self._gpus(adm.pod_set_assignments).items():
+                busy[b] += g
+        idle = [max(0, self.part.gpus[b] - busy[b]) for b in self.part.blocks]
+        self._weights = (plan, idle)
+        return idle
 
     def _pick(self, plan: Plan) -> frozenset[str]:
         """Parts at random until ROUND_HOSTS hosts (at most half the parts),
@@ -308,48 +324,56 @@ class PartitionSearch:
 
     def run(self, plan: Plan, budget: Budget) -> Plan:
         """The best plan the rounds reach from ``plan`` (``plan`` itself when
-        no round improves it)."""
-        params = replace(self.params, deterministic_time=None)
-        while budget.remaining() > MIN_ROUND_SECONDS:
-            hosts = self._pick(plan)
-            sub = sub_problem(
-                self.infos, self.part, hosts, plan, self.running, self.whole
-            )
-            if budget.remaining() < MIN_ROUND_SECONDS:
-                break
-            model = CPModel(sub.problem, params)
-            hint = model.hint(plan)
-            if hint is None:
-                log.debug("partition round: the incumbent is not a plan of the part")
-                self.rounds += 1
-                continue
-            span = budget.share(min(1.0, PARTITION_ROUND_SECONDS / budget.remaining()))
-            values, _ = run_stages(model, hint, span)
+        no round improves it).  A round starts only while the time left
+        covers the last round's compile and build plus a search."""
+        build = 0.0
+        while budget.remaining() > build + MIN_ROUND_SECONDS:
+            began = budget.spent()
+            got = self._round(plan, budget)
+            build = budget.spent() - began - (got[1] if got else 0.0)
             self.rounds += 1
-            before = [st.value(hint) for st in model.stages]
-            after = None if values is None else [st.value(values) for st in model.stages]
-            log.debug(
-                "partition round %d: %d hosts, %d variables, stages %s -> %s",
-                self.rounds,
-                len(hosts),
-                model.size,
-                before,
-                after,
-            )
-            if values is None or after is None or after <= before:
-                continue
-            found = model.plan(values, self.reasons)
-            carried = tuple(p for p in plan.preemptions if p.workload in sub.carried)
-            merged = found.model_copy(
-                update={
-                    "preemptions": tuple(
-                        sorted(found.preemptions + carried, key=lambda p: p.workload)
-                    )
-                }
-            )
-            plan = merged
-            self.improved += 1
+            if got is not None and got[0] is not None:
+                plan = got[0]
+                self.improved += 1
         log.info(
-            "cpsat: partition search: %d rounds, %d improved", self.rounds, self.improved
+            "cpsat: partition search: %d rounds, %d improved",
+            self.rounds,
+            self.improved,
         )
         return plan
+
+    def _round(self, plan: Plan, budget: Budget) -> tuple[Plan | None, float] | None:
+        """One round: (the better plan or None, seconds searched); None when
+        the incumbent is not a plan of the part's model (nothing searched)."""
+        hosts = self._pick(plan)
+        sub = sub_problem(self.infos, self.part, hosts, plan, self.running, self.whole)
+        model = CPModel(sub.problem, self.params)
+        hint = model.hint(plan)
+        if hint is None:
+            log.debug("partition round: the incumbent is not a plan of the part")
+            return None
+        left = budget.remaining()
+        span = budget.share(min(1.0, PARTITION_ROUND_SECONDS / max(left, 1e-9)))
+        # The rack search inside the part: CP-SAT alone rarely leaves the
+        # hint within a round's half second, even on 3,000 variables.
+        searched = budget.spent()
+        values, _ = run_stages(model, hint, span, lns=True)
+        searched = budget.spent() - searched
+        before = [st.value(hint) for st in model.stages]
+        after = None if values is None else [st.value(values) for st in model.stages]
+        log.debug(
+            "partition round %d: %d hosts, %d variables, stages %s -> %s",
+            self.rounds + 1,
+            len(hosts),
+            model.size,
+            before,
+            after,
+        )
+        if values is None or after is None or after <= before:
+            return None, searched
+        found = model.plan(values, self.reasons)
+        carried = tuple(p for p in plan.preemptions if p.workload in sub.carried)
+        preemptions = tuple(
+            sorted(found.preemptions + carried, key=lambda p: p.workload)
+        )
+        return found.model_copy(update={"preemptions": preemptions}), searched
