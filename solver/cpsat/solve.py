@@ -392,31 +392,25 @@ def _solved(
 
 def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     """Beyond LARGE_CELLS the full model would not build and search within
-    the budget: the warm start, filled with what still fits, is improved
-    block by block (``search.partition:PartitionSearch``), and the
+    the budget: the warm start, filled with what still fits (and settled),
+    is improved part by part (``search.partition:PartitionSearch``: each
+    round a better plan or none), and the
     host-class LP (:mod:`placewise.solver.bound.tiers`) proves each tier's
     bound — the relaxed model's if an LP does not finish in time."""
     from placewise.solver.bound.tiers import class_tiers  # see _class_bound
 
     problem = start.problem
     plan = fill(problem, start.warm)
-    plan = _with_reasons(plan, {**start.reasons, **explain(problem, plan)})
     end = limit.less_margin()
     search = end.short_of(LARGE_BOUND_SHARE * limit.seconds)
     part = _partition(start, params)
     if part is not None and search.remaining() > MIN_BUDGET:
-        pol = params.policy
+        # The search keeps the incumbent's preemptions as they are: settled
+        # first (fill may land on room a victim freed for another queue).
+        plan = settle_preemptions(start.snapshot, plan)
         found = PartitionSearch(start.snapshot, problem, params, part, start.reasons)
-        better = found.run(plan, search)
-        if better is not plan:
-            better = _finished(start, better)
-            better = _with_reasons(
-                better, {**start.reasons, **explain(problem, better)}
-            )
-            if primary_vector(start.snapshot, better, pol) > primary_vector(
-                start.snapshot, plan, pol
-            ):
-                plan = better
+        plan = found.run(plan, search)
+    plan = _with_reasons(plan, {**start.reasons, **explain(problem, plan)})
     flat = unpriced(params)
     got = class_tiers(start.snapshot, problem, flat, plan, end)
     if got is None:

@@ -139,8 +139,8 @@ class SubProblem:
     """One round's problem and what the merged plan carries unchanged."""
 
     problem: Problem
-    carried: tuple[str, ...]
-    """Victims the incumbent evicts for work outside the neighbourhood."""
+    hosts: frozenset[str]
+    """The part's hosts (the victims' room it must not decide left out)."""
 
 
 class Infos:
@@ -182,38 +182,17 @@ def sub_problem(
     """The problem of ``hosts`` around ``plan`` (see the module docstring)."""
     snapshot = infos.snapshot
     unsupported = whole.data.unsupported
-    inside: list[PlanAdmission] = []
-    outside: list[PlanAdmission] = []
-    taken: set[str] = set()
-    """Hosts the fixed admissions use."""
-    for adm in plan.admissions:
-        spots = _hosts(part, adm)
-        movable = spots and spots <= hosts and adm.workload not in unsupported
-        (inside if movable else outside).append(adm)
-        if not movable:
-            taken |= spots
-    decided = {a.workload for a in inside}
-    evicted = {p.workload: p.preemptor for p in plan.preemptions}
-    # A victim is decided again only when its preemptor is, and all of its
-    # room lies here, unused by the fixed admissions; otherwise it stays
-    # evicted, as the incumbent has it.
-    carried = tuple(
-        sorted(
-            k
-            for k, by in evicted.items()
-            if by not in decided
-            or not running_hosts.get(k, set()) <= hosts
-            or running_hosts.get(k, set()) & taken
-        )
-    )
-    elsewhere = [
-        w.key
-        for w in snapshot.running
-        if w.key not in evicted and not (running_hosts.get(w.key, set()) & hosts)
-    ]
+    spots = {a.workload: _hosts(part, a) for a in plan.admissions}
+    evicted = {p.workload for p in plan.preemptions}
+    hosts, movable = _settle_part(plan, spots, hosts, unsupported, running_hosts)
+    inside = [a for a in plan.admissions if a.workload in movable]
+    outside = [a for a in plan.admissions if a.workload not in movable]
+    # Running work holds its room and quota and is no victim (see above).
+    elsewhere = [w.key for w in snapshot.running if w.key not in evicted]
     fixed = {a.workload: infos.of_admission(a) for a in outside}
     fixed.update({k: infos.of_running(k) for k in elsewhere})
-    removed = frozenset(elsewhere) | frozenset(carried)
+    removed = frozenset(elsewhere) | frozenset(evicted)
+    decided = {a.workload for a in inside}
     admitted = {a.workload for a in plan.admissions}
     free = [
         w for w in snapshot.admissible() if w.key in decided or w.key not in admitted
@@ -223,7 +202,34 @@ def sub_problem(
     data.reservation = whole.data.reservation
     add_pairs(data)
     layout = build_layout(data)
-    return SubProblem(Problem(data, layout), carried)
+    return SubProblem(Problem(data, layout), hosts)
+
+
+def _settle_part(
+    plan: Plan,
+    spots: dict[str, set[str]],
+    hosts: frozenset[str],
+    unsupported: dict[str, str],
+    running_hosts: dict[str, set[str]],
+) -> tuple[frozenset[str], set[str]]:
+    """(the part's hosts, the admissions it decides again).
+
+    The part preempts nothing and keeps the incumbent's preemptions as they
+    are: their preemptors stay fixed and the victims' room leaves the part
+    (it is its preemptor's).  The model's victims are credited to
+    preemptors by rows that do not carry every rule of Kueue's (the settling
+    of :mod:`placewise.solver.settle` restores what they miss, and withdrew
+    most of what a part's evictions gained); repacking and admitting into
+    free room never needs it."""
+    preemptors = {p.preemptor for p in plan.preemptions}
+    drop = {n for p in plan.preemptions for n in running_hosts.get(p.workload, ())}
+    hosts = hosts - drop
+    movable = (
+        {k for k, held in spots.items() if held and held <= hosts}
+        - unsupported.keys()
+        - preemptors
+    )
+    return hosts, movable
 
 
 def running_hosts(snapshot: Snapshot, part: Partition) -> dict[str, set[str]]:
@@ -364,7 +370,7 @@ class PartitionSearch:
         log.debug(
             "partition round %d: %d hosts, %d variables, stages %s -> %s",
             self.rounds + 1,
-            len(hosts),
+            len(sub.hosts),
             model.size,
             before,
             after,
@@ -372,8 +378,4 @@ class PartitionSearch:
         if values is None or after is None or after <= before:
             return None, searched
         found = model.plan(values, self.reasons)
-        carried = tuple(p for p in plan.preemptions if p.workload in sub.carried)
-        preemptions = tuple(
-            sorted(found.preemptions + carried, key=lambda p: p.workload)
-        )
-        return found.model_copy(update={"preemptions": preemptions}), searched
+        return found.model_copy(update={"preemptions": plan.preemptions}), searched
