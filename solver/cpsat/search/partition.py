@@ -3,23 +3,27 @@
 Beyond ``LARGE_CELLS`` the full model neither builds nor searches within the
 budget (10,000 hosts: 610,000 candidate cells).  The plan is improved instead
 one part of the topology at a time, as POP partitions an allocation problem:
-a round picks a neighbourhood — a few top-level domains (blocks) of the TAS
-flavors — and compiles a *small* problem over the incumbent plan:
+a round picks a few parts — domains of the shallowest topology level with
+enough of them (blocks at 10,000 hosts) — and compiles a *small* problem
+over the incumbent plan:
 
-* its hosts are the neighbourhood's nodes only (a view of the snapshot);
-* it decides the incumbent's admissions that lie wholly inside it, and every
-  pending workload the incumbent leaves waiting;
-* everything else the incumbent decided is fixed: admissions elsewhere are
-  ``decided`` (their quota counted, their room on the neighbourhood's hosts
-  taken), running work elsewhere holds its quota and is no victim, victims
-  the incumbent evicts for work elsewhere stay evicted.
+* its hosts are the parts' nodes only (a view of the snapshot), less the
+  room of the incumbent's victims (their preemptors' room);
+* it decides the incumbent's admissions that lie wholly on those hosts
+  (never a preemptor), and every pending workload the incumbent leaves
+  waiting;
+* everything else is fixed: other admissions are ``decided`` (their quota
+  counted, their room on the part's hosts taken), running work holds its
+  room and quota and is no victim, the incumbent's victims stay evicted.
 
-So a sub-problem's quota rows are the cluster's quota less what the rest of
-the plan uses: quota stays coordinated across partitions, and every
-sub-plan, merged with the fixed rest, is a plan of the whole snapshot.  The
-sub-model is solved stage by stage (:func:`.stages.run_stages`) with the
-incumbent as hint, so it never ends below it; a merged plan that ranks above
-the incumbent replaces it.  CP-SAT's workers (every core) search each round.
+So a part's quota rows are the cluster's quota less what the rest of the
+plan uses: quota stays coordinated across parts, and every plan of a part,
+merged with the fixed rest, is a plan of the whole snapshot.  A part
+repacks and admits; it preempts nothing (see :func:`_settle_part`).  Its
+model is searched stage by stage (:func:`.stages.run_stages`, the rack
+search inside it, CP-SAT on the solve's workers) with the incumbent as
+hint, so no round ends below it; a round whose stages end higher replaces
+the incumbent.
 """
 
 from __future__ import annotations
@@ -335,7 +339,7 @@ class PartitionSearch:
         build = 0.0
         while budget.remaining() > build + MIN_ROUND_SECONDS:
             began = budget.spent()
-            got = self._round(plan, budget)
+            got = self.round(plan, self._pick(plan), budget)
             build = budget.spent() - began - (got[1] if got else 0.0)
             self.rounds += 1
             if got is not None and got[0] is not None:
@@ -348,10 +352,12 @@ class PartitionSearch:
         )
         return plan
 
-    def _round(self, plan: Plan, budget: Budget) -> tuple[Plan | None, float] | None:
-        """One round: (the better plan or None, seconds searched); None when
-        the incumbent is not a plan of the part's model (nothing searched)."""
-        hosts = self._pick(plan)
+    def round(
+        self, plan: Plan, hosts: frozenset[str], budget: Budget
+    ) -> tuple[Plan | None, float] | None:
+        """One round on ``hosts``: (the better plan or None, seconds
+        searched); None when the incumbent is not a plan of the part's model
+        (nothing searched)."""
         sub = sub_problem(self.infos, self.part, hosts, plan, self.running, self.whole)
         model = CPModel(sub.problem, self.params)
         hint = model.hint(plan)
