@@ -36,7 +36,8 @@ start's)."""
 LARGE_CELLS = 200_000
 """Candidate cells beyond which even the restricted model does not pay for
 itself within a 10 s budget (10,000 hosts: 610k cells; building, hinting and
-searching it left no time to improve anything)."""
+searching it left no time to improve anything): the partition search
+(search/partition.py) improves the plan instead."""
 RACE_VARIABLES = 10_000
 """Models up to this size also run HiGHS's MIP beside CP-SAT on each GPU
 stage (it proves the bound CP-SAT's search alone does not reach); beyond it
