@@ -58,23 +58,24 @@ from placewise.solver.problem.pairs import add_pairs
 log = logging.getLogger("placewise.cpsat")
 
 Block = tuple[str, ...]
-"""A domain's path from the top level down (one part of the partition)."""
+"""A part: a domain's path from the top level down (a block at 10,000
+hosts, a (block, rack) pair on a one-block cluster)."""
 
 
 @dataclass(slots=True)
 class Partition:
-    """The snapshot's TAS nodes grouped by top-level domain."""
+    """The snapshot's TAS nodes grouped into parts."""
 
     blocks: list[Block]
-    """Sorted, so that a seed picks the same neighbourhoods."""
+    """The parts, sorted, so that a seed picks the same ones."""
     nodes: dict[Block, frozenset[str]]
-    """Block -> its node names."""
+    """Part -> its node names."""
     where: dict[tuple[str, tuple[str, ...]], frozenset[str]]
     """(flavor, topologyAssignment values) -> the nodes that domain names."""
     gpus: dict[Block, int]
-    """Block -> its allocatable accelerators (to weight the picks)."""
+    """Part -> its allocatable accelerators (to weight the picks)."""
     block_of: dict[str, Block]
-    """Node name -> its block."""
+    """Node name -> its part."""
 
 
 def partition(snapshot: Snapshot, pol: Policy) -> Partition | None:
@@ -140,7 +141,7 @@ def _view(snapshot: Snapshot, hosts: frozenset[str]) -> Snapshot:
 
 @dataclass(slots=True)
 class SubProblem:
-    """One round's problem and what the merged plan carries unchanged."""
+    """One round's problem and the hosts it places on."""
 
     problem: Problem
     hosts: frozenset[str]
