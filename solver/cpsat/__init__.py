@@ -27,7 +27,8 @@ package unless it starts with ``placewise``; a test resolves every one).
    from the warm start that reads it, and the model must count them as
    running.
 2. Too large to model whole (``solve:_large``): the warm start, filled
-   (``decode.finish:fill``) and settled, is improved part by part of the
+   with what fits beside its victims (``solve:_filled_around_victims`` via
+   ``decode.finish:fill``), is improved part by part of the
    topology (``search.partition:PartitionSearch``: each round compiles a
    small problem over a few blocks, ``search.partition:sub_problem``, its
    quota what the rest of the plan leaves, and searches it stage by stage);

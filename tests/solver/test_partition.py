@@ -40,10 +40,10 @@ def snap() -> Snapshot:
 
 @pytest.fixture(scope="module")
 def search(snap: Snapshot) -> tuple[PartitionSearch, Plan]:
-    """The search over the greedy's plan, filled and settled (as the large
-    path starts it), and that plan."""
+    """The search over the greedy's plan, filled beside its victims (as the
+    large path starts it), and that plan."""
     start = solve_module._start(snap, PARAMS, solve_greedy(snap))
-    plan = settle_preemptions(start.snapshot, fill(start.problem, start.warm))
+    plan = solve_module._filled_around_victims(start.problem, start.warm)
     part = partition(start.snapshot, PARAMS.policy)
     assert part is not None
     found = PartitionSearch(start.snapshot, start.problem, PARAMS, part, start.reasons)
@@ -106,8 +106,9 @@ def test_the_large_path_improves_on_the_warm_start(
     monkeypatch: pytest.MonkeyPatch, snap: Snapshot
 ) -> None:
     """Forced down the large path with the greedy as warm start, the plan is
-    cpsat's own, valid, strictly above the filled and settled greedy, and
-    every tier keeps a bound at least its GPUs."""
+    cpsat's own, valid, strictly above the old large path's plan (the
+    greedy filled, then settled), and every tier keeps a bound at least its
+    GPUs."""
     warm = solve_greedy(snap)
     monkeypatch.setattr(solve_module, "LARGE_CELLS", 0)
     start = solve_module._start(snap, PARAMS, warm)
