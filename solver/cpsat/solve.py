@@ -406,7 +406,14 @@ def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     part = _partition(start, params)
     if part is not None and search.remaining() > MIN_BUDGET:
         found = PartitionSearch(start.snapshot, problem, params, part, start.reasons)
-        plan = found.run(plan, search)
+        better = found.run(plan, search)
+        # Each round ends higher on the part's stages; the floor is checked
+        # on the whole plan all the same (the tiers never go below it).
+        pol = params.policy
+        if better is not plan and primary_vector(
+            start.snapshot, better, pol
+        ) >= primary_vector(start.snapshot, plan, pol):
+            plan = better
     plan = _with_reasons(plan, {**start.reasons, **explain(problem, plan)})
     flat = unpriced(params)
     got = class_tiers(start.snapshot, problem, flat, plan, end)
