@@ -36,7 +36,8 @@ start's)."""
 LARGE_CELLS = 200_000
 """Candidate cells beyond which even the restricted model does not pay for
 itself within a 10 s budget (10,000 hosts: 610k cells; building, hinting and
-searching it left no time to improve anything)."""
+searching it left no time to improve anything): the partition search
+(search/partition.py) improves the plan instead."""
 RACE_VARIABLES = 10_000
 """Models up to this size also run HiGHS's MIP beside CP-SAT on each GPU
 stage (it proves the bound CP-SAT's search alone does not reach); beyond it
@@ -112,3 +113,24 @@ them between CP-SAT and its racers."""
 DETERMINISTIC_WORKERS = 8
 """Interleaved subsolvers under a deterministic budget, whatever the cores:
 the same plan for any ``--workers``."""
+
+# -- The partition search (search/partition.py), beyond LARGE_CELLS.
+
+MIN_PARTS = 4
+"""The partition is by the shallowest topology level with at least this many
+domains (79 blocks at 10,000 hosts; 6 racks on a one-block 96-host cluster,
+whose parts then gain: tier 1000 196 -> 224-228 GPUs over the greedy)."""
+ROUND_HOSTS = 256
+"""Hosts one round's sub-problem spans (two 128-host blocks at 10,000 hosts:
+2,300-4,800 variables, ~1 s a round on the loaded 2-core machine; eight
+blocks, 16,000-19,000 variables, gained nothing more), at most half the
+parts."""
+PARTITION_ROUND_SECONDS = 0.5
+"""Search time of one round's sub-model (its compile and build come on top;
+on the 96-host instance its GPU stages took ~0.2 s each, 37-38 rounds in 6 s)."""
+MIN_ROUND_SECONDS = 0.3
+"""No round starts with less time left: compiling and building a sub-problem
+takes about this much before its search."""
+LARGE_BOUND_SHARE = 0.2
+"""Of the time limit, what the partition search leaves to the host-class
+LP's per-tier bounds (~1.8 s at 10,000 hosts on the loaded 2-core machine)."""

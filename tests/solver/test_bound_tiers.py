@@ -1,6 +1,6 @@
 """Per-tier bounds from the host-class LP in the optimizer's plans.
 
-At 10,000 hosts the optimizer's plan is the filled warm start (beyond
+At 10,000 hosts the optimizer's plan is the partition search's (beyond
 LARGE_CELLS) or a search over a restricted model (beyond RESTRICT_CELLS);
 either way its tier bounds come from the host-class LP.  Small instances
 take those paths here by lowering the thresholds, so the bounds can be held
