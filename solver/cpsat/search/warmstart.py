@@ -129,7 +129,7 @@ class _Evictions:
     def __init__(self, data: ModelData, lv: Leaves, quota: QuotaTree) -> None:
         self.data, self.lv, self.quota = data, lv, quota
         self.done: dict[str, str] = {}
-        self.held: dict[str, list[tuple[IntArray, IntArray]]] = defaultdict(list)
+        self.held: dict[str, tuple[IntArray, IntArray]] = {}
         """ClusterQueue -> leaf rows of the victims evicted for its admissions."""
         self.rows: dict[int, tuple[IntArray, IntArray]] = {}
         self.by_cq: dict[str, list[VictimData]] = defaultdict(list)
@@ -171,11 +171,9 @@ class _Evictions:
         eight such victims took the settling pass 96-154 s of a 10 s budget).
         Leaves only: freed quota beyond the preemptor's need may be borrowed
         by anyone, as in Kueue's next cycle."""
-        parts = self.held.get(cq)
-        if not parts:
-            return
-        rows = np.concatenate([r for r, _ in parts])
-        self.lv.take(rows, sign * np.concatenate([d for _, d in parts]))
+        if cq in self.held:
+            rows, delta = self.held[cq]
+            self.lv.take(rows, sign * delta)
 
     def _fill_back(self, removed: list[VictimData]) -> list[VictimData]:
         """Give back every victim the admission leaves room for (latest
@@ -273,7 +271,14 @@ class _Evictions:
             if all(v.info.frs & taken for v in kept):
                 for v in kept:
                     self.done[v.info.key] = wd.key
-                self.held[wd.cq.name] += [self._rows(v) for v in kept]
+                if kept:
+                    parts = [self._rows(v) for v in kept]
+                    if wd.cq.name in self.held:
+                        parts.insert(0, self.held[wd.cq.name])
+                    self.held[wd.cq.name] = (
+                        np.concatenate([r for r, _ in parts]),
+                        np.concatenate([d for _, d in parts]),
+                    )
                 return got
             # A victim the admission shares no flavor-resource with cannot be
             # credited to it: take the admission back.
