@@ -128,6 +128,13 @@ parts."""
 PARTITION_ROUND_SECONDS = 0.5
 """Search time of one round's sub-model (its compile and build come on top;
 on the 96-host instance its GPU stages took ~0.2 s each, 37-38 rounds in 6 s)."""
+PARTITION_WORKERS = 2
+"""CP-SAT workers (and rack-search threads) a partition round uses at most.
+A round is a ~1 s search of a few-thousand-variable sub-model; on a 16-core
+machine (scale-10000 seed 1, CP-SAT seeds 0-2, 10 s) rounds on the solve's
+8 or 16 workers ended lower than on 2 (priority-1,000 medians 26,433 and
+26,449 against 26,521), so more cores must not reach the rounds until
+they run side by side on disjoint parts."""
 MIN_ROUND_SECONDS = 0.3
 """No round starts with less time left: compiling and building a sub-problem
 takes about this much before its search."""

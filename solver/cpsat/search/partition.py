@@ -21,7 +21,7 @@ plan uses: quota stays coordinated across parts, and every plan of a part,
 merged with the fixed rest, is a plan of the whole snapshot.  A part
 repacks and admits; it preempts nothing (see :func:`_settle_part`).  Its
 model is searched stage by stage (:func:`.stages.run_stages`, the rack
-search inside it, CP-SAT on the solve's workers) with the incumbent as
+search inside it, CP-SAT on at most ``PARTITION_WORKERS``) with the incumbent as
 hint, so no round ends below it; a round whose stages end higher replaces
 the incumbent.
 """
@@ -46,6 +46,7 @@ from placewise.solver.cpsat.tuning import (
     MIN_PARTS,
     MIN_ROUND_SECONDS,
     PARTITION_ROUND_SECONDS,
+    PARTITION_WORKERS,
     ROUND_HOSTS,
 )
 from placewise.solver.kueue.workload import WlInfo, running_info
@@ -264,7 +265,8 @@ class PartitionSearch:
     ) -> None:
         self.snapshot = snapshot
         self.whole = whole
-        self.params = replace(params, deterministic_time=None)
+        workers = min(params.workers or PARTITION_WORKERS, PARTITION_WORKERS)
+        self.params = replace(params, deterministic_time=None, workers=workers)
         self.part = part
         self.reasons = reasons
         self.rng = random.Random(params.seed)
