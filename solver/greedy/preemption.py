@@ -8,7 +8,7 @@ what a "what would Kueue do" dry run must reproduce.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -156,6 +156,9 @@ class Preemptor:
         self.shares = Shares.of(state.snapshot, state.quota)
         self.blocked: list[str] = []
         """Why the last fair-sharing search refused victims (pending reasons)."""
+        self._memo: dict[Hashable, tuple[tuple[Target, ...], tuple[str, ...]]] = {}
+        self._memo_version = -1
+        """Answers given at state version ``_memo_version`` (see get_targets)."""
 
     def get_targets(
         self,
@@ -163,6 +166,43 @@ class Preemptor:
         usage: Mapping[FR, int],
         frs_need: frozenset[FR],
         tas_fits: TasCheck | None = None,
+        tas_key: Hashable | None = None,
+    ) -> list[Target]:
+        """Kueue's targets for ``wl`` on the current state, which is left as
+        found. ``tas_key`` identifies what ``tas_fits`` places (without one
+        a TAS search is not remembered).
+
+        The answer is a function of the state and the question, and the
+        cycle asks the same question again on an unchanged state (a head
+        whose topology fits nowhere is assigned again when processed): so
+        it is remembered while the state's version holds.
+        """
+        state = self.state
+        memo_key: Hashable | None = None
+        if tas_fits is None or tas_key is not None:
+            memo_key = (wl.cq, wl.key, tuple(usage.items()), frs_need, tas_key)
+            if self._memo_version != state.version:
+                self._memo.clear()
+                self._memo_version = state.version
+            hit = self._memo.get(memo_key)
+            if hit is not None:
+                self.blocked = list(hit[1])
+                return list(hit[0])
+        version = state.version
+        try:
+            targets = self._search(wl, usage, frs_need, tas_fits)
+        finally:
+            state.version = version  # every search leaves the state as found
+        if memo_key is not None:
+            self._memo[memo_key] = (tuple(targets), tuple(self.blocked))
+        return targets
+
+    def _search(
+        self,
+        wl: WlInfo,
+        usage: Mapping[FR, int],
+        frs_need: frozenset[FR],
+        tas_fits: TasCheck | None,
     ) -> list[Target]:
         if self.fair.enable:
             return self._fair(wl, usage, frs_need, tas_fits)

@@ -62,6 +62,14 @@ _BIG = 1 << 40
 updates, so their tables skip saturation."""
 
 
+def _copy(result: TasResult) -> TasResult:
+    """A remembered result, its assignments dict the caller's own."""
+    found = result.assignments
+    return TasResult(
+        None if found is None else dict(found), result.reason, result.failed_pod_set
+    )
+
+
 def _clamp(a: IntArray) -> IntArray:
     """In-place saturation to +-CAP (np.clip costs more on small arrays)."""
     np.maximum(a, -CAP, out=a)
@@ -108,6 +116,11 @@ class TasState:
             tuple[str, int],
             tuple[TopologyAssignment, tuple[IntArray, IntArray] | None],
         ] = {}
+        self._version = 0
+        """Bumped by every table update (:meth:`move_rows`)."""
+        self._live_results: dict[tuple[bool, RequestsKey], TasResult] = {}
+        self._live_version = -1
+        """Placements on the current tables, valid while ``_version`` holds."""
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> TasState:
@@ -237,10 +250,20 @@ class TasState:
                 hit = self._empty_results[key] = self._find_all(
                     requests, True, None, quiet
                 )
-            found = hit.assignments
-            return TasResult(
-                None if found is None else dict(found), hit.reason, hit.failed_pod_set
-            )
+            return _copy(hit)
+        if not empty and tolerations is None:
+            # A greedy cycle places the same request again on unchanged
+            # tables (a head assigned at nomination, then when processed).
+            if self._live_version != self._version:
+                self._live_results.clear()
+                self._live_version = self._version
+            key = (quiet, requests_key(requests))
+            hit = self._live_results.get(key)
+            if hit is None:
+                hit = self._live_results[key] = self._find_all(
+                    requests, False, None, quiet
+                )
+            return _copy(hit)
         return self._find_all(requests, empty, tolerations, quiet)
 
     def _find_all(
@@ -469,6 +492,7 @@ class TasState:
         again (the preemption walk) concatenates them once, not per move.
         ``unique``: no key repeats (a plain fancy-index add is then exact).
         """
+        self._version += 1
         usage = self._host_usage if owner is None else owner.usage
         if unique:
             rows = keys
