@@ -60,6 +60,8 @@ class Prepared:
 _BIG = 1 << 40
 """Deltas below this cannot push sums near CAP in any realistic number of
 updates, so their tables skip saturation."""
+_PLAIN = 1 << 60
+"""A base capacity below this minus such sums stays within +-CAP."""
 
 
 def _copy(result: TasResult) -> TasResult:
@@ -116,6 +118,18 @@ class TasState:
             tuple[str, int],
             tuple[TopologyAssignment, tuple[IntArray, IntArray] | None],
         ] = {}
+        self._plain: set[str] = {
+            name
+            for name, tree in self._trees.items()
+            if not tree.base.size or int(np.abs(tree.base).max()) < _PLAIN
+        }
+        self._saturated = False
+        """Whether a large delta has touched a usage table.
+
+        A ``rem`` entry is ``base - usage``: with ``base`` below ``_PLAIN``
+        and only small deltas summed into ``usage`` (the argument of
+        ``_BIG``) it cannot leave +-CAP, so :meth:`_refresh` skips the
+        saturation until then."""
         self._version = 0
         """Bumped by every table update (:meth:`move_rows`)."""
         self._live_results: dict[tuple[bool, RequestsKey], TasResult] = {}
@@ -505,7 +519,15 @@ class TasState:
             rows = np.unique(keys)
         if big:
             usage[:, rows] = _clamp(usage[:, rows])
+            self._saturated = True
         self._refresh(owner, rows, usage)
+
+    def _rem(self, tree: FlavorTree, base: IntArray, used: IntArray) -> IntArray:
+        """``base - used`` for ``tree``'s rows, saturated when it may need it."""
+        out = base - used
+        if tree.name not in self._plain or self._saturated:
+            out = _clamp(out)
+        return out
 
     def update_many(
         self,
@@ -520,14 +542,14 @@ class TasState:
     ) -> None:
         """Recompute remaining capacity of the touched leaves (hosts)."""
         if tree is not None:
-            tree.rem[:, rows] = _clamp(tree.base[:, rows] - usage[:, rows])
+            tree.rem[:, rows] = self._rem(tree, tree.base[:, rows], usage[:, rows])
             tree.fit_cache.changed(rows)
             return
         for name, table in self._host_leaf.items():
             t = self._trees[name]
             if name in self._host_identity:
                 # Leaf i is host i (one hostname flavor over every host).
-                t.rem[:, rows] = _clamp(t.base[:, rows] - usage[:, rows])
+                t.rem[:, rows] = self._rem(t, t.base[:, rows], usage[:, rows])
                 t.fit_cache.changed(rows)
                 continue
             leaves = table[rows]
@@ -535,7 +557,7 @@ class TasState:
             if not hit.any():
                 continue
             sel, used = leaves[hit], usage[:, rows[hit]]
-            t.rem[:, sel] = _clamp(t.base[:, sel] - used)
+            t.rem[:, sel] = self._rem(t, t.base[:, sel], used)
             t.fit_cache.changed(sel)
 
     def fits(
