@@ -420,15 +420,7 @@ class Preemptor:
             fixed = Variant.RECLAIM_WITHOUT_BORROWING
         else:
             fixed = None
-        pool = satisfying_policy(
-            wl,
-            (
-                i
-                for i in running.values()
-                if i.preemptible and not i.frs.isdisjoint(frs_need)
-            ),
-            policy,
-        )
+        pool = satisfying_policy(wl, running.values(), policy, frs_need)
         if fixed is not None:
             return [_Candidate(info, lca, fixed) for info in pool]
         out = []

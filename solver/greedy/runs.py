@@ -40,10 +40,20 @@ class _Table:
         self.owner = owner
         self.items = items
         self.cand = cands
-        self.row_end = [0, *accumulate(len(p.keys) for p in items)]
-        self.big_end = [0, *accumulate(int(p.big) for p in items)]
+        self.big = any(p.big for p in items)
         self.keys: IntArray = np.concatenate([p.keys for p in items])
         self.delta: IntArray = np.concatenate([p.delta for p in items])
+        self._ends: tuple[list[int], list[int]] | None = None
+
+    def ends(self) -> tuple[list[int], list[int]]:
+        """Running totals of rows and of saturating usages, made on the
+        first partial run (most walks are only ever moved whole)."""
+        if self._ends is None:
+            self._ends = (
+                [0, *accumulate(len(p.keys) for p in self.items)],
+                [0, *accumulate(int(p.big) for p in self.items)],
+            )
+        return self._ends
 
 
 class RunMoves:
@@ -61,7 +71,7 @@ class RunMoves:
             if not info.tas:
                 continue
             for p in state.prepared(info):
-                if len(p.keys):
+                if p.keys.size:
                     key = -1 if p.owner is None else id(p.owner)
                     group = grouped.get(key)
                     if group is None:
@@ -80,16 +90,23 @@ class RunMoves:
             for info in self.seq[a:b]:
                 running[info.cq].pop(info.key, None)
         tas = self.state.tas
+        whole = a == 0 and b == len(self.seq)
         for table in self._tables:
+            if whole:
+                tas.move_rows(
+                    table.owner, table.keys, table.delta, sign, table.big, unique=False
+                )
+                continue
             i0, i1 = bisect_left(table.cand, a), bisect_left(table.cand, b)
             if i0 == i1:
                 continue
-            big = table.big_end[i1] > table.big_end[i0]
+            row_end, big_end = table.ends()
+            big = big_end[i1] > big_end[i0]
             if i1 - i0 == 1 and table.items[i0].unique:
                 p = table.items[i0]
                 tas.move_rows(table.owner, p.keys, p.delta, sign, big)
                 continue
-            r0, r1 = table.row_end[i0], table.row_end[i1]
+            r0, r1 = row_end[i0], row_end[i1]
             tas.move_rows(
                 table.owner,
                 table.keys[r0:r1],

@@ -42,7 +42,11 @@ class ClusterState:
         self.version = self._issued
 
     def prepared(self, info: WlInfo) -> list[Prepared]:
-        return [self._prepared(t) for t in info.tas]
+        out = []
+        for t in info.tas:
+            p = t.prepared
+            out.append(self._prepared(t) if p is None else p)
+        return out
 
     def _prepared(self, t: TasUsage) -> Prepared:
         if t.prepared is None:
