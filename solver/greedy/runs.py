@@ -44,6 +44,22 @@ class _Table:
         self.keys: IntArray = np.concatenate([p.keys for p in items])
         self.delta: IntArray = np.concatenate([p.delta for p in items])
         self._ends: tuple[list[int], list[int]] | None = None
+        self._whole: tuple[IntArray, IntArray] | None = None
+
+    def whole(self) -> tuple[IntArray, IntArray]:
+        """The whole walk's rows summed per key: (distinct keys, summed rows).
+
+        Moved in one plain fancy-index update instead of an unbuffered
+        ``np.add.at`` (and a sort for the touched keys) every time; int64
+        sums wrap alike in any order, so the table ends up the same.
+        """
+        if self._whole is None:
+            order = np.argsort(self.keys, kind="stable")
+            keys = self.keys[order]
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            summed = np.add.reduceat(self.delta[order], starts, axis=0)
+            self._whole = (keys[starts], summed)
+        return self._whole
 
     def ends(self) -> tuple[list[int], list[int]]:
         """Running totals of rows and of saturating usages, made on the
@@ -93,9 +109,8 @@ class RunMoves:
         whole = a == 0 and b == len(self.seq)
         for table in self._tables:
             if whole:
-                tas.move_rows(
-                    table.owner, table.keys, table.delta, sign, table.big, unique=False
-                )
+                keys, summed = table.whole()
+                tas.move_rows(table.owner, keys, summed, sign, table.big)
                 continue
             i0, i1 = bisect_left(table.cand, a), bisect_left(table.cand, b)
             if i0 == i1:

@@ -450,10 +450,22 @@ class TasState:
                 keys.append(key)
                 counts.append(dom.count)
         vec = self._vector(per_pod)
+        owner = None if tree.hostname else tree
+        top = max(vec, default=0) * max(counts, default=0)
+        if counts and min(counts) >= 0 and top < _BIG:
+            # The common case: no product saturates or is large (vec is
+            # never negative), so one outer product is the same table.
+            return Prepared(
+                owner,
+                np.asarray(keys, dtype=np.int64),
+                np.outer(
+                    np.asarray(counts, dtype=np.int64), np.asarray(vec, dtype=np.int64)
+                ),
+                unique=len(set(keys)) == len(keys),
+            )
         delta = np.asarray(
             [[clip(v * c) for v in vec] for c in counts], dtype=np.int64
         ).reshape(len(counts), len(vec))
-        owner = None if tree.hostname else tree
         return Prepared(
             owner,
             np.asarray(keys, dtype=np.int64),
