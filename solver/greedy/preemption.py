@@ -552,8 +552,15 @@ class Preemptor:
         tas_fits: Callable[[], bool] | None,
         targets: list[Target],
     ) -> list[Target]:
-        """Add back all but the last target while the preemptor still fits."""
+        """Add back all but the last target while the preemptor still fits.
+
+        With a :class:`_TasMemo`, a target's TAS rows go back into the tables
+        only when a placement is needed (or at the end): most verdicts come
+        from the memo, and the tables any placement reads are the same.
+        """
         memo = tas_fits if isinstance(tas_fits, _TasMemo) else None
+        pending: list[WlInfo] = []
+        """Back in quota, their TAS rows not yet in the tables."""
         i = len(targets) - 2
         while i >= 0:
             info = targets[i].info
@@ -564,14 +571,40 @@ class Preemptor:
                 self.state.remove(info, tas_too=False)
                 i -= 1
                 continue
-            if self._tas and info.tas:
-                self.state.tas.apply(self.state.prepared(info), 1)
-            if memo is not None:
+            if memo is None:
+                if self._tas and info.tas:
+                    self.state.tas.apply(self.state.prepared(info), 1)
+                fits = tas_fits is None or tas_fits()
+            else:
+                if info.tas:
+                    pending.append(info)
                 memo.taken(info)
-            if tas_fits is None or tas_fits():
+                if memo.value is None:
+                    self._flush(pending)
+                fits = memo()
+            if fits:
                 targets[i] = targets[-1]
                 targets.pop()
+            elif pending and pending[-1] is info:
+                pending.pop()  # its rows never reached the tables
+                self.state.remove(info, tas_too=False)
+                if memo is not None:
+                    memo.freed(info)
             else:
                 self._remove(info, memo)
             i -= 1
+        self._flush(pending)
         return targets
+
+    def _flush(self, pending: list[WlInfo]) -> None:
+        """Put the pending targets' TAS rows into the tables: in one update
+        unless a large delta makes the order of saturation matter."""
+        if not pending:
+            return
+        rows = [p for info in pending for p in self.state.prepared(info)]
+        if any(p.big for p in rows):
+            for info in pending:
+                self.state.tas.apply(self.state.prepared(info), 1)
+        else:
+            self.state.tas.apply(rows, 1)
+        pending.clear()

@@ -123,6 +123,7 @@ class TasState:
             for name, tree in self._trees.items()
             if not tree.base.size or int(np.abs(tree.base).max()) < _PLAIN
         }
+        self._all_plain = len(self._plain) == len(self._trees)
         self._saturated = False
         """Whether a large delta has touched a usage table.
 
@@ -526,6 +527,9 @@ class TasState:
                 usage[:, rows] += delta.T
             else:
                 usage[:, rows] -= delta.T
+            if self._all_plain and not big and not self._saturated:
+                self._shift(owner, rows, delta.T if sign < 0 else -delta.T)
+                return
         else:
             np.add.at(usage.T, keys, delta if sign > 0 else -delta)
             rows = np.unique(keys)
@@ -548,6 +552,28 @@ class TasState:
     ) -> None:
         """:meth:`apply` for unprepared usages."""
         self.apply([self.prepare(f, a, p) for f, a, p in items], sign)
+
+    def _shift(self, owner: FlavorTree | None, rows: IntArray, change: IntArray) -> None:
+        """:meth:`_refresh` by adding ``change`` (``[resource, row]``, minus the
+        usage change) to ``rem``: while every base is plain and nothing
+        saturated, ``rem`` is exactly ``base - usage`` (see ``_saturated``),
+        so this is the same table."""
+        trees: list[tuple[FlavorTree, IntArray, IntArray]] = []
+        if owner is not None:
+            trees.append((owner, rows, change))
+        else:
+            for name, table in self._host_leaf.items():
+                t = self._trees[name]
+                if name in self._host_identity:
+                    trees.append((t, rows, change))
+                    continue
+                leaves = table[rows]
+                hit = leaves >= 0
+                if hit.any():
+                    trees.append((t, leaves[hit], change[:, hit]))
+        for t, sel, d in trees:
+            t.rem[:, sel] += d
+            t.fit_cache.changed(sel)
 
     def _refresh(
         self, tree: FlavorTree | None, rows: IntArray, usage: IntArray
