@@ -14,7 +14,7 @@ from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
 from placewise.solver.greedy.fair import FairSearch
-from placewise.solver.greedy.runs import RunMoves
+from placewise.solver.greedy.runs import RunMoves, TasCheck, TasMemo
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.order import candidate_order
@@ -55,48 +55,6 @@ class _Candidate:
     info: WlInfo
     lca: QuotaNode | None
     variant: Variant
-
-
-TasCheck = Callable[[], frozenset[str] | None]
-"""Places the preemptor on the current state: the leaves it would use
-(last domain value), or None when it does not fit."""
-
-
-class _TasMemo:
-    """The last TAS verdict, kept while it provably holds.
-
-    Kueue's placement succeeds iff some domain's capacity counts cover the
-    request, and counts only grow with free capacity.  So freeing capacity
-    (removing a victim) keeps a fit a fit, taking capacity (adding one back)
-    keeps a misfit a misfit, and taking capacity only on leaves the last
-    successful placement did not use keeps that placement, hence the fit.
-    Only the other moves need a new placement.
-    """
-
-    def __init__(self, check: TasCheck) -> None:
-        self.check = check
-        self.value: bool | None = None
-        self.used: frozenset[str] = frozenset()
-
-    def __call__(self) -> bool:
-        if self.value is None:
-            used = self.check()
-            self.value = used is not None
-            self.used = used or frozenset()
-        return self.value
-
-    def freed(self, info: WlInfo) -> None:
-        if info.tas and self.value is False:
-            self.value = None
-
-    def taken(self, info: WlInfo) -> None:
-        if not info.tas or self.value is not True:
-            return
-        for t in info.tas:
-            for d in t.assignment.domains:
-                if d.values and d.values[-1] in self.used:
-                    self.value = None
-                    return
 
 
 def borrow_forbidden(cq: ClusterQueue) -> bool:
@@ -226,7 +184,7 @@ class Preemptor:
             attempts = [False, True]
         else:
             attempts = [True, False]
-        memo = _TasMemo(tas_fits) if tas_fits is not None else None
+        memo = TasMemo(tas_fits) if tas_fits is not None else None
         for borrowing in attempts:
             walk, first = self._quota_pass(
                 wl, usage, borrowing, frs_need, candidates, keep=memo is not None
@@ -319,7 +277,7 @@ class Preemptor:
                 self.state.quota_move([c.info for c in seq], 1)
         return walk, first
 
-    def _first_tas_fit(self, walk: _Walk, first: int, memo: _TasMemo) -> int | None:
+    def _first_tas_fit(self, walk: _Walk, first: int, memo: TasMemo) -> int | None:
         """Smallest i >= first whose prefix walk[:i+1] removed lets TAS fit,
         by bisection between ``first`` and the whole walk (TAS fit only
         grows as victims are removed), None if even the whole walk fails.
@@ -369,13 +327,13 @@ class Preemptor:
                 memo.value = None
             self.state.quota_move(removed_quota, 1)
 
-    def _remove(self, info: WlInfo, memo: _TasMemo | None) -> None:
+    def _remove(self, info: WlInfo, memo: TasMemo | None) -> None:
         # Without a TAS check only quota matters: skip the capacity tables.
         self.state.remove(info, tas_too=self._tas)
         if memo is not None:
             memo.freed(info)
 
-    def _remove_all(self, infos: list[WlInfo], memo: _TasMemo | None) -> None:
+    def _remove_all(self, infos: list[WlInfo], memo: TasMemo | None) -> None:
         """:meth:`_remove` of each, with TAS in one table update."""
         if not self._tas:
             for info in infos:
@@ -386,7 +344,7 @@ class Preemptor:
             for info in infos:
                 memo.freed(info)
 
-    def _add(self, info: WlInfo, memo: _TasMemo | None) -> None:
+    def _add(self, info: WlInfo, memo: TasMemo | None) -> None:
         self.state.add(info, tas_too=self._tas)
         if memo is not None:
             memo.taken(info)
@@ -554,11 +512,11 @@ class Preemptor:
     ) -> list[Target]:
         """Add back all but the last target while the preemptor still fits.
 
-        With a :class:`_TasMemo`, a target's TAS rows go back into the tables
+        With a :class:`TasMemo`, a target's TAS rows go back into the tables
         only when a placement is needed (or at the end): most verdicts come
         from the memo, and the tables any placement reads are the same.
         """
-        memo = tas_fits if isinstance(tas_fits, _TasMemo) else None
+        memo = tas_fits if isinstance(tas_fits, TasMemo) else None
         pending: list[WlInfo] = []
         """Back in quota, their TAS rows not yet in the tables."""
         i = len(targets) - 2

@@ -10,12 +10,14 @@ the whole walk's rows are concatenated once per table, and a run is a slice.
 
 The tables see exactly the update :meth:`ClusterState.move_many` would
 make for the same run (same rows, same sums), so results are unchanged.
+:class:`TasMemo` keeps the walk's last TAS verdict while the moves provably
+keep it.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 
 import numpy as np
@@ -130,3 +132,45 @@ class RunMoves:
                 big,
                 unique=False,
             )
+
+
+TasCheck = Callable[[], frozenset[str] | None]
+"""Places the preemptor on the current state: the leaves it would use
+(last domain value), or None when it does not fit."""
+
+
+class TasMemo:
+    """The last TAS verdict, kept while it provably holds.
+
+    Kueue's placement succeeds iff some domain's capacity counts cover the
+    request, and counts only grow with free capacity.  So freeing capacity
+    (removing a victim) keeps a fit a fit, taking capacity (adding one back)
+    keeps a misfit a misfit, and taking capacity only on leaves the last
+    successful placement did not use keeps that placement, hence the fit.
+    Only the other moves need a new placement.
+    """
+
+    def __init__(self, check: TasCheck) -> None:
+        self.check = check
+        self.value: bool | None = None
+        self.used: frozenset[str] = frozenset()
+
+    def __call__(self) -> bool:
+        if self.value is None:
+            used = self.check()
+            self.value = used is not None
+            self.used = used or frozenset()
+        return self.value
+
+    def freed(self, info: WlInfo) -> None:
+        if info.tas and self.value is False:
+            self.value = None
+
+    def taken(self, info: WlInfo) -> None:
+        if not info.tas or self.value is not True:
+            return
+        for t in info.tas:
+            for d in t.assignment.domains:
+                if d.values and d.values[-1] in self.used:
+                    self.value = None
+                    return

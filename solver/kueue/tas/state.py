@@ -553,7 +553,9 @@ class TasState:
         """:meth:`apply` for unprepared usages."""
         self.apply([self.prepare(f, a, p) for f, a, p in items], sign)
 
-    def _shift(self, owner: FlavorTree | None, rows: IntArray, change: IntArray) -> None:
+    def _shift(
+        self, owner: FlavorTree | None, rows: IntArray, change: IntArray
+    ) -> None:
         """:meth:`_refresh` by adding ``change`` (``[resource, row]``, minus the
         usage change) to ``rem``: while every base is plain and nothing
         saturated, ``rem`` is exactly ``base - usage`` (see ``_saturated``),
