@@ -23,7 +23,7 @@ from itertools import accumulate
 import numpy as np
 
 from placewise.solver.greedy.state import ClusterState
-from placewise.solver.kueue.tas.state import Prepared
+from placewise.solver.kueue.tas.tables import Prepared
 from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
 from placewise.solver.kueue.workload import WlInfo
 

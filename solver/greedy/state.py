@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from placewise.models.snapshot import Snapshot
 from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.kueue.tas import TasState
-from placewise.solver.kueue.tas.state import Prepared
+from placewise.solver.kueue.tas.tables import Prepared
 from placewise.solver.kueue.workload import TasUsage, WlInfo, running_info
 
 
