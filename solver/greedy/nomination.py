@@ -20,7 +20,6 @@ from placewise.solver.greedy.slices import (
 )
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.quota import FR
-from placewise.solver.kueue.tas.memo import requests_key
 from placewise.solver.kueue.workload import WlInfo
 
 
@@ -72,7 +71,7 @@ class Nomination:
             asg.quota_usage(),
             asg.frs_need_preemption(),
             tas_fits if requests else None,
-            requests_key(requests) if requests else None,
+            requests or None,
         )
 
     def get_assignments(

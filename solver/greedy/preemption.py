@@ -23,6 +23,7 @@ from placewise.solver.kueue.preemption import (
     satisfying_policy,
 )
 from placewise.solver.kueue.quota import FR, QuotaNode, cq_id
+from placewise.solver.kueue.tas.memo import Groups, requests_key
 from placewise.solver.kueue.workload import WlInfo
 
 """A missing QuotaReserved time sorts as "now", i.e. the most recent."""
@@ -117,6 +118,8 @@ class Preemptor:
         self._memo: dict[Hashable, tuple[tuple[Target, ...], tuple[str, ...]]] = {}
         self._memo_version = -1
         """Answers given at state version ``_memo_version`` (see get_targets)."""
+        self._requests: Mapping[str, Groups] | None = None
+        """What the current search's TAS check places (see _first_tas_fit)."""
 
     def get_targets(
         self,
@@ -124,11 +127,11 @@ class Preemptor:
         usage: Mapping[FR, int],
         frs_need: frozenset[FR],
         tas_fits: TasCheck | None = None,
-        tas_key: Hashable | None = None,
+        tas_requests: Mapping[str, Groups] | None = None,
     ) -> list[Target]:
         """Kueue's targets for ``wl`` on the current state, which is left as
-        found. ``tas_key`` identifies what ``tas_fits`` places (without one
-        a TAS search is not remembered).
+        found. ``tas_requests``: what ``tas_fits`` places (without them a
+        TAS search is neither remembered nor bounded).
 
         The answer is a function of the state and the question, and the
         cycle asks the same question again on an unchanged state (a head
@@ -137,7 +140,8 @@ class Preemptor:
         """
         state = self.state
         memo_key: Hashable | None = None
-        if tas_fits is None or tas_key is not None:
+        if tas_fits is None or tas_requests is not None:
+            tas_key = None if tas_requests is None else requests_key(tas_requests)
             memo_key = (wl.cq, wl.key, tuple(usage.items()), frs_need, tas_key)
             if self._memo_version != state.version:
                 self._memo.clear()
@@ -147,10 +151,12 @@ class Preemptor:
                 self.blocked = list(hit[1])
                 return list(hit[0])
         version = state.version
+        self._requests = tas_requests
         try:
             targets = self._search(wl, usage, frs_need, tas_fits)
         finally:
             state.version = version  # every search leaves the state as found
+            self._requests = None
         if memo_key is not None:
             self._memo[memo_key] = (tuple(targets), tuple(self.blocked))
         return targets
@@ -310,8 +316,12 @@ class Preemptor:
         try:
             # The whole walk first: most searches at scale end there (no
             # prefix lets the preemptor's topology fit: 85 % on scale-10000),
-            # after one placement instead of a gallop to the end.
+            # after one placement instead of a gallop to the end; or before
+            # any, when even the leaf counts with the walk gone fall short.
             lo, hi = first, len(seq) - 1
+            requests = self._requests
+            if requests and self.state.tas.could_fit(requests, moves.freed()) is False:
+                return None
             if not fits_with(hi):
                 return None
             while lo < hi:

@@ -98,6 +98,10 @@ class RunMoves:
                     group[2].append(p)
         self._tables = [_Table(*group) for group in grouped.values()]
 
+    def freed(self) -> list[tuple[FlavorTree | None, IntArray, IntArray]]:
+        """The whole walk's rows per table: (owner, distinct keys, summed)."""
+        return [(t.owner, *t.whole()) for t in self._tables]
+
     def move(self, a: int, b: int, sign: int) -> None:
         """Remove (-1) or add back (1) candidates ``[a, b)``."""
         running = self.state.running

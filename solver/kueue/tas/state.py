@@ -96,6 +96,8 @@ class TasState(UsageTables):
         and only small deltas summed into ``usage`` (the argument of
         ``_BIG``) it cannot leave +-CAP, so :meth:`_refresh` skips the
         saturation until then."""
+        self._leaf_domain: dict[tuple[str, int], IntArray] = {}
+        """Per (flavor, level): each leaf's domain there (:meth:`could_fit`)."""
         self._version = 0
         """Bumped by every table update (:meth:`move_rows`)."""
         self._live_results: dict[tuple[bool, RequestsKey], TasResult] = {}
@@ -379,6 +381,83 @@ class TasState(UsageTables):
                 self._demands.clear()
             found = self._demands[key] = demand(per_pod, self.resource_index)
         return found
+
+    def could_fit(
+        self,
+        requests: Mapping[str, Groups],
+        freed: Sequence[tuple[FlavorTree | None, IntArray, IntArray]],
+    ) -> bool | None:
+        """Whether the requests might fit once the ``freed`` usage rows
+        (table owner, distinct keys, summed rows) leave the tables, without
+        moving them: False proves that no placement fits; True, or None
+        (not decidable so cheaply), promises nothing.
+
+        A placement needs, for every pod set, its pods in the leaves of one
+        domain at its required level (of the whole tree otherwise), each
+        leaf holding at most what one pod's request fits in its free
+        capacity: node filters, leaders, slices and other pod sets only
+        take more.
+        """
+        if self._saturated or not self._all_plain:
+            return None  # rem plus the freed rows is not exactly new capacity
+        for flavor, groups in requests.items():
+            tree = self._trees.get(flavor)
+            if tree is None:
+                return None
+            leaves, add = self._freed_leaves(tree, freed)
+            for group in groups:
+                for r in group:
+                    if r.count <= 0:
+                        continue
+                    top = self._most_pods(tree, r, leaves, add)
+                    if top is None:
+                        return None
+                    if top < r.count:
+                        return False
+        return True
+
+    def _freed_leaves(
+        self,
+        tree: FlavorTree,
+        freed: Sequence[tuple[FlavorTree | None, IntArray, IntArray]],
+    ) -> tuple[IntArray, IntArray]:
+        """The leaves of ``tree`` the freed rows touch, and their rows."""
+        for owner, keys, rows in freed:
+            if owner is None and tree.hostname:
+                leaves = self._host_leaf[tree.name][keys]
+                hit = leaves >= 0
+                return leaves[hit], rows[hit]
+            if owner is tree:
+                return keys, rows
+        return np.zeros(0, dtype=np.int64), np.zeros((0, len(self.resources)), np.int64)
+
+    def _most_pods(
+        self, tree: FlavorTree, r: TasPodSetRequest, leaves: IntArray, add: IntArray
+    ) -> int | None:
+        """Most pods of ``r`` one domain at its required level (the whole
+        tree otherwise) could hold, leaf by leaf, with ``add`` freed."""
+        topo = r.topology
+        if topo.invalid or (topo.required and topo.required not in tree.levels):
+            return None
+        d = self._demand(r.requests)
+        pc = tree.fit_cache.fit(tree.rem, d, False)
+        if leaves.size:
+            pc = pc.copy()
+            pc[leaves] = fit_count(tree.rem[:, leaves] + add.T, d)
+        if not pc.size:
+            return 0
+        if not topo.required:
+            return int(pc.sum())
+        level = tree.levels.index(topo.required)
+        key = (tree.name, level)
+        domain = self._leaf_domain.get(key)
+        if domain is None:
+            domain = np.arange(tree.n_leaves, dtype=np.int64)
+            for lvl in range(tree.depth - 1, level, -1):
+                domain = tree.parent[lvl][domain]
+            self._leaf_domain[key] = domain
+        # Float sums are exact here: leaf counts are int32, leaves few.
+        return int(np.bincount(domain, weights=pc).max())
 
     def fits(
         self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
