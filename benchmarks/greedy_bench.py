@@ -10,10 +10,11 @@ Target (2-core machine): under 20 s and 2 GiB.
 
 Measured (``--runs 3``, medians, shared 2-core machine, back to back): seed 1
 26.9 s wall / 25.1 s CPU before the ``scale`` branch (2bb3db7), 11.1 s / 10.9 s
-after (load average ~2.3); seed 5 20.1 s / 15.4 s before, 14.6 s / 7.8 s after
-(load 3 then 7: compare CPU). Same plans; peak ~415 MB both. Where the time
-went and goes: benchmarks/README.md ("Kueue's greedy and the loader at 10,000
-hosts").
+after (load average ~2.3); seed 5 20.1 s / 15.4 s before, 14.6 s / 7.8 s after.
+Issue 21 (``greedy`` branch against main 7adea32, load 12-18): seed 1 12.0 s /
+8.5 s -> 7.2 s / 5.1 s, seed 5 11.3 s / 7.6 s -> 6.9 s / 4.9 s. Same plans; peak
+~410 MB. Where the time went and goes: benchmarks/README.md ("Kueue's greedy and
+the loader at 10,000 hosts").
 """
 
 from __future__ import annotations

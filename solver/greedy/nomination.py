@@ -71,6 +71,7 @@ class Nomination:
             asg.quota_usage(),
             asg.frs_need_preemption(),
             tas_fits if requests else None,
+            requests or None,
         )
 
     def get_assignments(

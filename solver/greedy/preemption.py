@@ -8,13 +8,13 @@ what a "what would Kueue do" dry run must reproduce.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
 from placewise.solver.greedy.fair import FairSearch
-from placewise.solver.greedy.runs import RunMoves
+from placewise.solver.greedy.runs import RunMoves, TasCheck, TasMemo
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.order import candidate_order
@@ -23,6 +23,7 @@ from placewise.solver.kueue.preemption import (
     satisfying_policy,
 )
 from placewise.solver.kueue.quota import FR, QuotaNode, cq_id
+from placewise.solver.kueue.tas.memo import Groups, requests_key
 from placewise.solver.kueue.workload import WlInfo
 
 """A missing QuotaReserved time sorts as "now", i.e. the most recent."""
@@ -55,48 +56,6 @@ class _Candidate:
     info: WlInfo
     lca: QuotaNode | None
     variant: Variant
-
-
-TasCheck = Callable[[], frozenset[str] | None]
-"""Places the preemptor on the current state: the leaves it would use
-(last domain value), or None when it does not fit."""
-
-
-class _TasMemo:
-    """The last TAS verdict, kept while it provably holds.
-
-    Kueue's placement succeeds iff some domain's capacity counts cover the
-    request, and counts only grow with free capacity.  So freeing capacity
-    (removing a victim) keeps a fit a fit, taking capacity (adding one back)
-    keeps a misfit a misfit, and taking capacity only on leaves the last
-    successful placement did not use keeps that placement, hence the fit.
-    Only the other moves need a new placement.
-    """
-
-    def __init__(self, check: TasCheck) -> None:
-        self.check = check
-        self.value: bool | None = None
-        self.used: frozenset[str] = frozenset()
-
-    def __call__(self) -> bool:
-        if self.value is None:
-            used = self.check()
-            self.value = used is not None
-            self.used = used or frozenset()
-        return self.value
-
-    def freed(self, info: WlInfo) -> None:
-        if info.tas and self.value is False:
-            self.value = None
-
-    def taken(self, info: WlInfo) -> None:
-        if not info.tas or self.value is not True:
-            return
-        for t in info.tas:
-            for d in t.assignment.domains:
-                if d.values and d.values[-1] in self.used:
-                    self.value = None
-                    return
 
 
 def borrow_forbidden(cq: ClusterQueue) -> bool:
@@ -156,6 +115,11 @@ class Preemptor:
         self.shares = Shares.of(state.snapshot, state.quota)
         self.blocked: list[str] = []
         """Why the last fair-sharing search refused victims (pending reasons)."""
+        self._memo: dict[Hashable, tuple[tuple[Target, ...], tuple[str, ...]]] = {}
+        self._memo_version = -1
+        """Answers given at state version ``_memo_version`` (see get_targets)."""
+        self._requests: Mapping[str, Groups] | None = None
+        """What the current search's TAS check places (see _first_tas_fit)."""
 
     def get_targets(
         self,
@@ -163,6 +127,46 @@ class Preemptor:
         usage: Mapping[FR, int],
         frs_need: frozenset[FR],
         tas_fits: TasCheck | None = None,
+        tas_requests: Mapping[str, Groups] | None = None,
+    ) -> list[Target]:
+        """Kueue's targets for ``wl`` on the current state, which is left as
+        found. ``tas_requests``: what ``tas_fits`` places (without them a
+        TAS search is neither remembered nor bounded).
+
+        The answer is a function of the state and the question, and the
+        cycle asks the same question again on an unchanged state (a head
+        whose topology fits nowhere is assigned again when processed): so
+        it is remembered while the state's version holds.
+        """
+        state = self.state
+        memo_key: Hashable | None = None
+        if tas_fits is None or tas_requests is not None:
+            tas_key = None if tas_requests is None else requests_key(tas_requests)
+            memo_key = (wl.cq, wl.key, tuple(usage.items()), frs_need, tas_key)
+            if self._memo_version != state.version:
+                self._memo.clear()
+                self._memo_version = state.version
+            hit = self._memo.get(memo_key)
+            if hit is not None:
+                self.blocked = list(hit[1])
+                return list(hit[0])
+        version = state.version
+        self._requests = tas_requests
+        try:
+            targets = self._search(wl, usage, frs_need, tas_fits)
+        finally:
+            state.version = version  # every search leaves the state as found
+            self._requests = None
+        if memo_key is not None:
+            self._memo[memo_key] = (tuple(targets), tuple(self.blocked))
+        return targets
+
+    def _search(
+        self,
+        wl: WlInfo,
+        usage: Mapping[FR, int],
+        frs_need: frozenset[FR],
+        tas_fits: TasCheck | None,
     ) -> list[Target]:
         if self.fair.enable:
             return self._fair(wl, usage, frs_need, tas_fits)
@@ -186,7 +190,7 @@ class Preemptor:
             attempts = [False, True]
         else:
             attempts = [True, False]
-        memo = _TasMemo(tas_fits) if tas_fits is not None else None
+        memo = TasMemo(tas_fits) if tas_fits is not None else None
         for borrowing in attempts:
             walk, first = self._quota_pass(
                 wl, usage, borrowing, frs_need, candidates, keep=memo is not None
@@ -279,7 +283,7 @@ class Preemptor:
                 self.state.quota_move([c.info for c in seq], 1)
         return walk, first
 
-    def _first_tas_fit(self, walk: _Walk, first: int, memo: _TasMemo) -> int | None:
+    def _first_tas_fit(self, walk: _Walk, first: int, memo: TasMemo) -> int | None:
         """Smallest i >= first whose prefix walk[:i+1] removed lets TAS fit,
         by bisection between ``first`` and the whole walk (TAS fit only
         grows as victims are removed), None if even the whole walk fails.
@@ -312,8 +316,12 @@ class Preemptor:
         try:
             # The whole walk first: most searches at scale end there (no
             # prefix lets the preemptor's topology fit: 85 % on scale-10000),
-            # after one placement instead of a gallop to the end.
+            # after one placement instead of a gallop to the end; or before
+            # any, when even the leaf counts with the walk gone fall short.
             lo, hi = first, len(seq) - 1
+            requests = self._requests
+            if requests and self.state.tas.could_fit(requests, moves.freed()) is False:
+                return None
             if not fits_with(hi):
                 return None
             while lo < hi:
@@ -329,13 +337,13 @@ class Preemptor:
                 memo.value = None
             self.state.quota_move(removed_quota, 1)
 
-    def _remove(self, info: WlInfo, memo: _TasMemo | None) -> None:
+    def _remove(self, info: WlInfo, memo: TasMemo | None) -> None:
         # Without a TAS check only quota matters: skip the capacity tables.
         self.state.remove(info, tas_too=self._tas)
         if memo is not None:
             memo.freed(info)
 
-    def _remove_all(self, infos: list[WlInfo], memo: _TasMemo | None) -> None:
+    def _remove_all(self, infos: list[WlInfo], memo: TasMemo | None) -> None:
         """:meth:`_remove` of each, with TAS in one table update."""
         if not self._tas:
             for info in infos:
@@ -346,7 +354,7 @@ class Preemptor:
             for info in infos:
                 memo.freed(info)
 
-    def _add(self, info: WlInfo, memo: _TasMemo | None) -> None:
+    def _add(self, info: WlInfo, memo: TasMemo | None) -> None:
         self.state.add(info, tas_too=self._tas)
         if memo is not None:
             memo.taken(info)
@@ -380,15 +388,7 @@ class Preemptor:
             fixed = Variant.RECLAIM_WITHOUT_BORROWING
         else:
             fixed = None
-        pool = satisfying_policy(
-            wl,
-            (
-                i
-                for i in running.values()
-                if i.preemptible and not i.frs.isdisjoint(frs_need)
-            ),
-            policy,
-        )
+        pool = satisfying_policy(wl, running.values(), policy, frs_need)
         if fixed is not None:
             return [_Candidate(info, lca, fixed) for info in pool]
         out = []
@@ -520,8 +520,15 @@ class Preemptor:
         tas_fits: Callable[[], bool] | None,
         targets: list[Target],
     ) -> list[Target]:
-        """Add back all but the last target while the preemptor still fits."""
-        memo = tas_fits if isinstance(tas_fits, _TasMemo) else None
+        """Add back all but the last target while the preemptor still fits.
+
+        With a :class:`TasMemo`, a target's TAS rows go back into the tables
+        only when a placement is needed (or at the end): most verdicts come
+        from the memo, and the tables any placement reads are the same.
+        """
+        memo = tas_fits if isinstance(tas_fits, TasMemo) else None
+        pending: list[WlInfo] = []
+        """Back in quota, their TAS rows not yet in the tables."""
         i = len(targets) - 2
         while i >= 0:
             info = targets[i].info
@@ -532,14 +539,40 @@ class Preemptor:
                 self.state.remove(info, tas_too=False)
                 i -= 1
                 continue
-            if self._tas and info.tas:
-                self.state.tas.apply(self.state.prepared(info), 1)
-            if memo is not None:
+            if memo is None:
+                if self._tas and info.tas:
+                    self.state.tas.apply(self.state.prepared(info), 1)
+                fits = tas_fits is None or tas_fits()
+            else:
+                if info.tas:
+                    pending.append(info)
                 memo.taken(info)
-            if tas_fits is None or tas_fits():
+                if memo.value is None:
+                    self._flush(pending)
+                fits = memo()
+            if fits:
                 targets[i] = targets[-1]
                 targets.pop()
+            elif pending and pending[-1] is info:
+                pending.pop()  # its rows never reached the tables
+                self.state.remove(info, tas_too=False)
+                if memo is not None:
+                    memo.freed(info)
             else:
                 self._remove(info, memo)
             i -= 1
+        self._flush(pending)
         return targets
+
+    def _flush(self, pending: list[WlInfo]) -> None:
+        """Put the pending targets' TAS rows into the tables: in one update
+        unless a large delta makes the order of saturation matter."""
+        if not pending:
+            return
+        rows = [p for info in pending for p in self.state.prepared(info)]
+        if any(p.big for p in rows):
+            for info in pending:
+                self.state.tas.apply(self.state.prepared(info), 1)
+        else:
+            self.state.tas.apply(rows, 1)
+        pending.clear()

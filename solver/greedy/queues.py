@@ -66,6 +66,8 @@ class PendingQueue:
         self.active: dict[str, WlInfo] = {}
         self.parked: dict[str, WlInfo] = {}
         self.sticky: str | None = None
+        self._shapes: dict[str, int] = {}
+        self._shape_ids: dict[tuple[object, ...], int] = {}
 
     def push(self, info: WlInfo) -> None:
         if info.key in self.active:
@@ -109,16 +111,26 @@ class PendingQueue:
 
     def park_equivalent(self, info: WlInfo) -> list[WlInfo]:
         """SchedulingEquivalenceHashing: a NoFit shape parks its twins too."""
-        shape = shape_of(info)
+        shape = self._shape(info)
         twins = [
             w
             for w in self.active.values()
-            if w.key != info.key and shape_of(w) == shape
+            if w.key != info.key and self._shape(w) == shape
         ]
         for w in twins:
             del self.active[w.key]
             self.parked[w.key] = w
         return twins
+
+    def _shape(self, info: WlInfo) -> int:
+        """:func:`shape_of` as a number, kept per workload: its spec never
+        changes, and a large queue's every NoFit compares it with every
+        active one."""
+        shape = self._shapes.get(info.key)
+        if shape is None:
+            shape = self._shape_ids.setdefault(shape_of(info), len(self._shape_ids))
+            self._shapes[info.key] = shape
+        return shape
 
     def retry_parked(self) -> int:
         moved = list(self.parked.values())

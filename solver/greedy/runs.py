@@ -10,18 +10,20 @@ the whole walk's rows are concatenated once per table, and a run is a slice.
 
 The tables see exactly the update :meth:`ClusterState.move_many` would
 make for the same run (same rows, same sums), so results are unchanged.
+:class:`TasMemo` keeps the walk's last TAS verdict while the moves provably
+keep it.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 
 import numpy as np
 
 from placewise.solver.greedy.state import ClusterState
-from placewise.solver.kueue.tas.state import Prepared
+from placewise.solver.kueue.tas.tables import Prepared
 from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
 from placewise.solver.kueue.workload import WlInfo
 
@@ -40,10 +42,36 @@ class _Table:
         self.owner = owner
         self.items = items
         self.cand = cands
-        self.row_end = [0, *accumulate(len(p.keys) for p in items)]
-        self.big_end = [0, *accumulate(int(p.big) for p in items)]
+        self.big = any(p.big for p in items)
         self.keys: IntArray = np.concatenate([p.keys for p in items])
         self.delta: IntArray = np.concatenate([p.delta for p in items])
+        self._ends: tuple[list[int], list[int]] | None = None
+        self._whole: tuple[IntArray, IntArray] | None = None
+
+    def whole(self) -> tuple[IntArray, IntArray]:
+        """The whole walk's rows summed per key: (distinct keys, summed rows).
+
+        Moved in one plain fancy-index update instead of an unbuffered
+        ``np.add.at`` (and a sort for the touched keys) every time; int64
+        sums wrap alike in any order, so the table ends up the same.
+        """
+        if self._whole is None:
+            order = np.argsort(self.keys, kind="stable")
+            keys = self.keys[order]
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            summed = np.add.reduceat(self.delta[order], starts, axis=0)
+            self._whole = (keys[starts], summed)
+        return self._whole
+
+    def ends(self) -> tuple[list[int], list[int]]:
+        """Running totals of rows and of saturating usages, made on the
+        first partial run (most walks are only ever moved whole)."""
+        if self._ends is None:
+            self._ends = (
+                [0, *accumulate(len(p.keys) for p in self.items)],
+                [0, *accumulate(int(p.big) for p in self.items)],
+            )
+        return self._ends
 
 
 class RunMoves:
@@ -61,7 +89,7 @@ class RunMoves:
             if not info.tas:
                 continue
             for p in state.prepared(info):
-                if len(p.keys):
+                if p.keys.size:
                     key = -1 if p.owner is None else id(p.owner)
                     group = grouped.get(key)
                     if group is None:
@@ -69,6 +97,10 @@ class RunMoves:
                     group[1].append(i)
                     group[2].append(p)
         self._tables = [_Table(*group) for group in grouped.values()]
+
+    def freed(self) -> list[tuple[FlavorTree | None, IntArray, IntArray]]:
+        """The whole walk's rows per table: (owner, distinct keys, summed)."""
+        return [(t.owner, *t.whole()) for t in self._tables]
 
     def move(self, a: int, b: int, sign: int) -> None:
         """Remove (-1) or add back (1) candidates ``[a, b)``."""
@@ -80,16 +112,22 @@ class RunMoves:
             for info in self.seq[a:b]:
                 running[info.cq].pop(info.key, None)
         tas = self.state.tas
+        whole = a == 0 and b == len(self.seq)
         for table in self._tables:
+            if whole:
+                keys, summed = table.whole()
+                tas.move_rows(table.owner, keys, summed, sign, table.big)
+                continue
             i0, i1 = bisect_left(table.cand, a), bisect_left(table.cand, b)
             if i0 == i1:
                 continue
-            big = table.big_end[i1] > table.big_end[i0]
+            row_end, big_end = table.ends()
+            big = big_end[i1] > big_end[i0]
             if i1 - i0 == 1 and table.items[i0].unique:
                 p = table.items[i0]
                 tas.move_rows(table.owner, p.keys, p.delta, sign, big)
                 continue
-            r0, r1 = table.row_end[i0], table.row_end[i1]
+            r0, r1 = row_end[i0], row_end[i1]
             tas.move_rows(
                 table.owner,
                 table.keys[r0:r1],
@@ -98,3 +136,45 @@ class RunMoves:
                 big,
                 unique=False,
             )
+
+
+TasCheck = Callable[[], frozenset[str] | None]
+"""Places the preemptor on the current state: the leaves it would use
+(last domain value), or None when it does not fit."""
+
+
+class TasMemo:
+    """The last TAS verdict, kept while it provably holds.
+
+    Kueue's placement succeeds iff some domain's capacity counts cover the
+    request, and counts only grow with free capacity.  So freeing capacity
+    (removing a victim) keeps a fit a fit, taking capacity (adding one back)
+    keeps a misfit a misfit, and taking capacity only on leaves the last
+    successful placement did not use keeps that placement, hence the fit.
+    Only the other moves need a new placement.
+    """
+
+    def __init__(self, check: TasCheck) -> None:
+        self.check = check
+        self.value: bool | None = None
+        self.used: frozenset[str] = frozenset()
+
+    def __call__(self) -> bool:
+        if self.value is None:
+            used = self.check()
+            self.value = used is not None
+            self.used = used or frozenset()
+        return self.value
+
+    def freed(self, info: WlInfo) -> None:
+        if info.tas and self.value is False:
+            self.value = None
+
+    def taken(self, info: WlInfo) -> None:
+        if not info.tas or self.value is not True:
+            return
+        for t in info.tas:
+            for d in t.assignment.domains:
+                if d.values and d.values[-1] in self.used:
+                    self.value = None
+                    return

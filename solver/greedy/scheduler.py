@@ -96,7 +96,9 @@ def _classical_key(e: Entry) -> tuple[object, ...]:
 
 
 Signature = tuple[
-    frozenset[str], frozenset[str], frozenset[tuple[str, str, bool, bool]]
+    frozenset[str],
+    frozenset[str],
+    frozenset[tuple[str, frozenset[str], frozenset[str], str | None]],
 ]
 """The state the next cycles are a function of (see ``_signature``)."""
 
@@ -173,10 +175,18 @@ class GreedyScheduler(Nomination):
     def _signature(self) -> Signature:
         """Everything the next cycles depend on: who was admitted or evicted in
         this run, and every queue's content (the cluster state follows)."""
+        # Per queue: its active keys (those also parked count as parked, as
+        # they did when every key was one tuple), parked keys, and the sticky
+        # key if queued; key sets hash their cached strings only.
         queues = frozenset(
-            (name, key, key in q.parked, key == q.sticky)
+            (
+                name,
+                frozenset(q.active.keys() - q.parked.keys()),
+                frozenset(q.parked),
+                q.sticky if q.sticky in q.active or q.sticky in q.parked else None,
+            )
             for name, q in self.queues.items()
-            for key in (*q.active, *q.parked)
+            if q.active or q.parked
         )
         return (
             frozenset(self.outcome.admitted),

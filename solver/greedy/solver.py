@@ -12,11 +12,13 @@ from placewise.models.plan import (
     SolverInfo,
 )
 from placewise.models.snapshot import Snapshot
+from placewise.solver.greedy.collector import collector_paused
 from placewise.solver.greedy.scheduler import GreedyScheduler, Outcome
 from placewise.solver.policy import Policy
 from placewise.solver.settle import settle_preemptions
 
 
+@collector_paused
 def run_greedy(
     snapshot: Snapshot,
     cycles: int | None = None,
@@ -24,7 +26,8 @@ def run_greedy(
     policy: Policy | None = None,
 ) -> Outcome:
     """Kueue's cycles until quiescence (or ``cycles`` cycles); with a
-    ``policy``, a starving workload's room is reserved (:mod:`.reserve`)."""
+    ``policy``, a starving workload's room is reserved (:mod:`.reserve`).
+    The collector is paused from the state's build on (:mod:`.collector`)."""
     return GreedyScheduler(snapshot, hold_room, policy).run(cycles)
 
 

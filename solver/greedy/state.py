@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from placewise.models.snapshot import Snapshot
 from placewise.solver.kueue.quota import FR, QuotaTree
 from placewise.solver.kueue.tas import TasState
-from placewise.solver.kueue.tas.state import Prepared
+from placewise.solver.kueue.tas.tables import Prepared
 from placewise.solver.kueue.workload import TasUsage, WlInfo, running_info
 
 
@@ -29,9 +29,24 @@ class ClusterState:
         for w in snapshot.running:
             info = running_info(snapshot, w)
             self.running[info.cq][info.key] = info
+        self._issued = 0
+        self.version = 0
+        """A fresh number on every change made through this class (never one
+        used before); a what-if that is undone exactly (``simulate_removal``,
+        a preemption search) puts the number back. Equal versions therefore
+        mean an equal state: an answer computed on the state may be reused
+        while the version holds."""
+
+    def _bump(self) -> None:
+        self._issued += 1
+        self.version = self._issued
 
     def prepared(self, info: WlInfo) -> list[Prepared]:
-        return [self._prepared(t) for t in info.tas]
+        out = []
+        for t in info.tas:
+            p = t.prepared
+            out.append(self._prepared(t) if p is None else p)
+        return out
 
     def _prepared(self, t: TasUsage) -> Prepared:
         if t.prepared is None:
@@ -41,12 +56,14 @@ class ClusterState:
     def add(self, info: WlInfo, tas_too: bool = True) -> None:
         """``tas_too=False`` touches quota only: a quota-only simulation (the
         preemption oracle) must undo with the same flag."""
+        self._bump()
         self.quota.add_usage(info.cq, info.usage)
         if tas_too and info.tas:
             self.tas.apply(self.prepared(info), 1)
         self.running[info.cq][info.key] = info
 
     def remove(self, info: WlInfo, tas_too: bool = True) -> None:
+        self._bump()
         self.quota.remove_usage(info.cq, info.usage)
         if tas_too and info.tas:
             self.tas.apply(self.prepared(info), -1)
@@ -55,6 +72,7 @@ class ClusterState:
     def move_many(self, infos: list[WlInfo], sign: int) -> None:
         """Add (1) or remove (-1) several workloads at once: quota summed per
         queue (``quota_move``) and the TAS tables in one update."""
+        self._bump()
         for info in infos:
             if sign > 0:
                 self.running[info.cq][info.key] = info
@@ -71,6 +89,7 @@ class ClusterState:
         the same tree for one summed change as for the changes one by one (a
         run of adds, or of removes).
         """
+        self._bump()
         per_cq: dict[str, dict[FR, int]] = {}
         for info in infos:
             acc = per_cq.get(info.cq)
@@ -85,13 +104,18 @@ class ClusterState:
                 self.quota.remove_usage(cq, usage)
 
     def simulate_removal(self, infos: Iterable[WlInfo]) -> Callable[[], None]:
+        before = self.version
         removed = [i for i in infos if i.key in self.running.get(i.cq, {})]
         for i in removed:
             self.remove(i)
+        after = self.version
 
         def undo() -> None:
+            exact = self.version == after  # nothing else changed meanwhile
             for i in reversed(removed):
                 self.add(i)
+            if exact:
+                self.version = before
 
         return undo
 
@@ -102,6 +126,7 @@ class ClusterState:
 
         The TAS rows are prepared once per :class:`TasUsage` (the same
         records are added, removed, then admitted with the workload)."""
+        self._bump()
         self.quota.add_usage(cq, usage)
         for t in tas:
             self.tas.apply([self._prepared(t)], 1)
@@ -109,6 +134,7 @@ class ClusterState:
     def remove_usage(
         self, cq: str, usage: Mapping[FR, int], tas: Iterable[TasUsage]
     ) -> None:
+        self._bump()
         self.quota.remove_usage(cq, usage)
         for t in tas:
             self.tas.apply([self._prepared(t)], -1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from placewise.models.cluster import BorrowWithinCohort
+from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.workload import WlInfo
 
 
@@ -23,14 +24,41 @@ def satisfies_policy(preemptor: WlInfo, candidate: WlInfo, policy: str) -> bool:
 
 
 def satisfying_policy(
-    preemptor: WlInfo, candidates: Iterable[WlInfo], policy: str
+    preemptor: WlInfo,
+    candidates: Iterable[WlInfo],
+    policy: str,
+    frs_need: frozenset[FR] | None = None,
 ) -> list[WlInfo]:
-    """The candidates that :func:`satisfies_policy` admits, in order.
+    """The candidates that :func:`satisfies_policy` admits, in order; with
+    ``frs_need``, only preemptible ones holding one of those flavor-resources.
 
-    The same rule, one comprehension per policy: a preemption search at
-    scale asks it for every running workload of every queue it visits.
+    The same rule, one comprehension per policy (the filters fused in it): a
+    preemption search at scale asks it for every running workload of every
+    queue it visits.
     """
     prio, ts = preemptor.priority, preemptor.queue_ts
+    if frs_need is not None:
+        if policy == "LowerPriority":
+            return [
+                c
+                for c in candidates
+                if prio > c.priority
+                and c.preemptible
+                and not c.frs.isdisjoint(frs_need)
+            ]
+        if policy == "LowerOrNewerEqualPriority":
+            return [
+                c
+                for c in candidates
+                if (prio > c.priority or (prio == c.priority and ts < c.queue_ts))
+                and c.preemptible
+                and not c.frs.isdisjoint(frs_need)
+            ]
+        if policy != "Any":
+            return []
+        return [
+            c for c in candidates if c.preemptible and not c.frs.isdisjoint(frs_need)
+        ]
     if policy == "LowerPriority":
         return [c for c in candidates if prio > c.priority]
     if policy == "LowerOrNewerEqualPriority":

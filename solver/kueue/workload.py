@@ -16,7 +16,7 @@ from placewise.models.cluster import PODS
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PodSetAssignment, TopologyAssignment, Workload
 from placewise.solver.kueue.quota import FR
-from placewise.solver.kueue.tas.state import Prepared
+from placewise.solver.kueue.tas.tables import Prepared
 
 
 @dataclass(slots=True)

@@ -12,7 +12,6 @@ flavor's ``rem`` (base minus usage) is updated incrementally on every
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,9 +28,9 @@ from placewise.solver.kueue.tas.memo import (
     leaf_needs,
     requests_key,
 )
+from placewise.solver.kueue.tas.tables import Prepared, UsageTables, plain_flavors
 from placewise.solver.kueue.tas.tree import FlavorTree, IntArray
 from placewise.solver.kueue.tas.types import (
-    CAP,
     TasPodSetRequest,
     TasResult,
     clip,
@@ -41,35 +40,15 @@ Groups = Sequence[Sequence[TasPodSetRequest]]
 Usage = tuple[str, TopologyAssignment, dict[str, int]]
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A usage ready to add to or remove from the capacity tables."""
-
-    owner: FlavorTree | None
-    """The flavor tree whose own usage table it touches; None: the shared
-    per-host table of hostname-level flavors."""
-    keys: IntArray
-    delta: IntArray
-    """[domain, resource] usage (per pod x count, plus pods)."""
-    unique: bool = True
-    """No key repeats (then a plain fancy-index add is exact)."""
-    big: bool = False
-    """Some delta is large enough that sums need saturating."""
+def _copy(result: TasResult) -> TasResult:
+    """A remembered result, its assignments dict the caller's own."""
+    found = result.assignments
+    return TasResult(
+        None if found is None else dict(found), result.reason, result.failed_pod_set
+    )
 
 
-_BIG = 1 << 40
-"""Deltas below this cannot push sums near CAP in any realistic number of
-updates, so their tables skip saturation."""
-
-
-def _clamp(a: IntArray) -> IntArray:
-    """In-place saturation to +-CAP (np.clip costs more on small arrays)."""
-    np.maximum(a, -CAP, out=a)
-    np.minimum(a, CAP, out=a)
-    return a
-
-
-class TasState:
+class TasState(UsageTables):
     """Shared, mutable TAS capacity for every TAS flavor of one snapshot."""
 
     def __init__(
@@ -108,6 +87,22 @@ class TasState:
             tuple[str, int],
             tuple[TopologyAssignment, tuple[IntArray, IntArray] | None],
         ] = {}
+        self._plain: set[str] = plain_flavors(self._trees)
+        self._all_plain = len(self._plain) == len(self._trees)
+        self._saturated = False
+        """Whether a large delta has touched a usage table.
+
+        A ``rem`` entry is ``base - usage``: with ``base`` below ``_PLAIN``
+        and only small deltas summed into ``usage`` (the argument of
+        ``_BIG``) it cannot leave +-CAP, so :meth:`_refresh` skips the
+        saturation until then."""
+        self._leaf_domain: dict[tuple[str, int], IntArray] = {}
+        """Per (flavor, level): each leaf's domain there (:meth:`could_fit`)."""
+        self._version = 0
+        """Bumped by every table update (:meth:`move_rows`)."""
+        self._live_results: dict[tuple[bool, RequestsKey], TasResult] = {}
+        self._live_version = -1
+        """Placements on the current tables, valid while ``_version`` holds."""
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> TasState:
@@ -237,10 +232,20 @@ class TasState:
                 hit = self._empty_results[key] = self._find_all(
                     requests, True, None, quiet
                 )
-            found = hit.assignments
-            return TasResult(
-                None if found is None else dict(found), hit.reason, hit.failed_pod_set
-            )
+            return _copy(hit)
+        if not empty and tolerations is None:
+            # A greedy cycle places the same request again on unchanged
+            # tables (a head assigned at nomination, then when processed).
+            if self._live_version != self._version:
+                self._live_results.clear()
+                self._live_version = self._version
+            key = (quiet, requests_key(requests))
+            hit = self._live_results.get(key)
+            if hit is None:
+                hit = self._live_results[key] = self._find_all(
+                    requests, False, None, quiet
+                )
+            return _copy(hit)
         return self._find_all(requests, empty, tolerations, quiet)
 
     def _find_all(
@@ -377,142 +382,82 @@ class TasState:
             found = self._demands[key] = demand(per_pod, self.resource_index)
         return found
 
-    def _vector(self, per_pod: Mapping[str, int]) -> list[int]:
-        """Per-pod usage over the resource table, with one ``pods``."""
-        vec = [0] * len(self.resources)
-        for r, v in per_pod.items():
-            i = self.resource_index.get(r)
-            if i is not None:
-                vec[i] = clip(max(0, v))
-        vec[self.resource_index[PODS]] += 1
-        return vec
-
-    def add_usage(
-        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
-    ) -> None:
-        self.apply([self.prepare(flavor, assignment, per_pod)], 1)
-
-    def remove_usage(
-        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
-    ) -> None:
-        self.apply([self.prepare(flavor, assignment, per_pod)], -1)
-
-    def prepare(
-        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
-    ) -> Prepared:
-        """Precompute one usage's table rows and deltas (it is moved often)."""
-        tree = self._trees[flavor]
-        keys: list[int] = []
-        counts: list[int] = []
-        for dom in assignment.domains:
-            if tree.hostname:
-                key = self._host_index.get(dom.values[-1]) if dom.values else None
-            else:
-                key = tree.leaf_of(dom.values)
-            if key is not None:
-                keys.append(key)
-                counts.append(dom.count)
-        vec = self._vector(per_pod)
-        delta = np.asarray(
-            [[clip(v * c) for v in vec] for c in counts], dtype=np.int64
-        ).reshape(len(counts), len(vec))
-        owner = None if tree.hostname else tree
-        return Prepared(
-            owner,
-            np.asarray(keys, dtype=np.int64),
-            delta,
-            unique=len(set(keys)) == len(keys),
-            big=bool(delta.size) and int(np.abs(delta).max()) >= _BIG,
-        )
-
-    def apply(self, items: Sequence[Prepared], sign: int) -> None:
-        """Add (1) or remove (-1) prepared usages, one table update per table.
-
-        A preemption search moves many workloads in and out of the
-        simulation; one numpy update per touched table instead of one per
-        workload is what keeps it fast on 10,000 nodes.
-        """
-        groups: dict[int, list[Prepared]] = {}
-        for item in items:
-            if len(item.keys):
-                groups.setdefault(
-                    -1 if item.owner is None else id(item.owner), []
-                ).append(item)
-        for group in groups.values():
-            big = any(g.big for g in group)
-            if len(group) == 1 and group[0].unique:
-                # The common single-workload move: no repeated keys.
-                self.move_rows(group[0].owner, group[0].keys, group[0].delta, sign, big)
-            else:
-                self.move_rows(
-                    group[0].owner,
-                    np.concatenate([g.keys for g in group]),
-                    np.concatenate([g.delta for g in group]),
-                    sign,
-                    big,
-                    unique=False,
-                )
-
-    def move_rows(
+    def could_fit(
         self,
-        owner: FlavorTree | None,
-        keys: IntArray,
-        delta: IntArray,
-        sign: int,
-        big: bool,
-        unique: bool = True,
-    ) -> None:
-        """One table update: ``delta`` rows (per key, ``[key, resource]``) of
-        prepared usages that share ``owner``, concatenated by the caller.
+        requests: Mapping[str, Groups],
+        freed: Sequence[tuple[FlavorTree | None, IntArray, IntArray]],
+    ) -> bool | None:
+        """Whether the requests might fit once the ``freed`` usage rows
+        (table owner, distinct keys, summed rows) leave the tables, without
+        moving them: False proves that no placement fits; True, or None
+        (not decidable so cheaply), promises nothing.
 
-        Public so that a caller moving the same runs of usages again and
-        again (the preemption walk) concatenates them once, not per move.
-        ``unique``: no key repeats (a plain fancy-index add is then exact).
+        A placement needs, for every pod set, its pods in the leaves of one
+        domain at its required level (of the whole tree otherwise), each
+        leaf holding at most what one pod's request fits in its free
+        capacity: node filters, leaders, slices and other pod sets only
+        take more.
         """
-        usage = self._host_usage if owner is None else owner.usage
-        if unique:
-            rows = keys
-            if sign > 0:
-                usage[:, rows] += delta.T
-            else:
-                usage[:, rows] -= delta.T
-        else:
-            np.add.at(usage.T, keys, delta if sign > 0 else -delta)
-            rows = np.unique(keys)
-        if big:
-            usage[:, rows] = _clamp(usage[:, rows])
-        self._refresh(owner, rows, usage)
+        if self._saturated or not self._all_plain:
+            return None  # rem plus the freed rows is not exactly new capacity
+        for flavor, groups in requests.items():
+            tree = self._trees.get(flavor)
+            if tree is None:
+                return None
+            leaves, add = self._freed_leaves(tree, freed)
+            for group in groups:
+                for r in group:
+                    if r.count <= 0:
+                        continue
+                    top = self._most_pods(tree, r, leaves, add)
+                    if top is None:
+                        return None
+                    if top < r.count:
+                        return False
+        return True
 
-    def update_many(
+    def _freed_leaves(
         self,
-        items: Sequence[tuple[str, TopologyAssignment, Mapping[str, int]]],
-        sign: int,
-    ) -> None:
-        """:meth:`apply` for unprepared usages."""
-        self.apply([self.prepare(f, a, p) for f, a, p in items], sign)
+        tree: FlavorTree,
+        freed: Sequence[tuple[FlavorTree | None, IntArray, IntArray]],
+    ) -> tuple[IntArray, IntArray]:
+        """The leaves of ``tree`` the freed rows touch, and their rows."""
+        for owner, keys, rows in freed:
+            if owner is None and tree.hostname:
+                leaves = self._host_leaf[tree.name][keys]
+                hit = leaves >= 0
+                return leaves[hit], rows[hit]
+            if owner is tree:
+                return keys, rows
+        return np.zeros(0, dtype=np.int64), np.zeros((0, len(self.resources)), np.int64)
 
-    def _refresh(
-        self, tree: FlavorTree | None, rows: IntArray, usage: IntArray
-    ) -> None:
-        """Recompute remaining capacity of the touched leaves (hosts)."""
-        if tree is not None:
-            tree.rem[:, rows] = _clamp(tree.base[:, rows] - usage[:, rows])
-            tree.fit_cache.changed(rows)
-            return
-        for name, table in self._host_leaf.items():
-            t = self._trees[name]
-            if name in self._host_identity:
-                # Leaf i is host i (one hostname flavor over every host).
-                t.rem[:, rows] = _clamp(t.base[:, rows] - usage[:, rows])
-                t.fit_cache.changed(rows)
-                continue
-            leaves = table[rows]
-            hit = leaves >= 0
-            if not hit.any():
-                continue
-            sel, used = leaves[hit], usage[:, rows[hit]]
-            t.rem[:, sel] = _clamp(t.base[:, sel] - used)
-            t.fit_cache.changed(sel)
+    def _most_pods(
+        self, tree: FlavorTree, r: TasPodSetRequest, leaves: IntArray, add: IntArray
+    ) -> int | None:
+        """Most pods of ``r`` one domain at its required level (the whole
+        tree otherwise) could hold, leaf by leaf, with ``add`` freed."""
+        topo = r.topology
+        if topo.invalid or (topo.required and topo.required not in tree.levels):
+            return None
+        d = self._demand(r.requests)
+        pc = tree.fit_cache.fit(tree.rem, d, False)
+        if leaves.size:
+            pc = pc.copy()
+            pc[leaves] = fit_count(tree.rem[:, leaves] + add.T, d)
+        if not pc.size:
+            return 0
+        if not topo.required:
+            return int(pc.sum())
+        level = tree.levels.index(topo.required)
+        key = (tree.name, level)
+        domain = self._leaf_domain.get(key)
+        if domain is None:
+            domain = np.arange(tree.n_leaves, dtype=np.int64)
+            for lvl in range(tree.depth - 1, level, -1):
+                domain = tree.parent[lvl][domain]
+            self._leaf_domain[key] = domain
+        # Float sums are exact here: leaf counts are int32, leaves few.
+        return int(np.bincount(domain, weights=pc).max())
 
     def fits(
         self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
