@@ -54,6 +54,10 @@ class Policy:
     topology: bool = True
     fragmentation: bool = True
     borrowing: bool = True
+    waiting: bool = True
+    """After the tiers: among plans as good on every tier, admit more jobs
+    and the longest-waiting first (:mod:`placewise.solver.cpsat.model.objective`);
+    false: the tie-breaks decide among them, as before issue 19."""
     preemption_price: float = 1.0
     """GPUs of its own priority tier a preemption must add per GPU-hour of
     work it throws away (the victim's GPUs x how long it has run): at 1 the
@@ -120,7 +124,7 @@ class Policy:
             raise ValueError(f"{at}demand_scale must be an integer")
         if not 1 <= scale <= 10**6:
             raise ValueError(f"{at}demand_scale must be in [1, 10^6]")
-        for name in ("preemption", "topology", "fragmentation", "borrowing"):
+        for name in ("preemption", "topology", "fragmentation", "borrowing", "waiting"):
             if not isinstance(values.get(name, True), bool):
                 raise ValueError(f"{at}{name} must be true or false")
         price = values.get("preemption_price", 1.0)
