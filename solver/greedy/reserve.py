@@ -28,7 +28,12 @@ from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.kueue.workload import TasUsage, WlInfo
 from placewise.solver.policy import Policy
-from placewise.solver.reservation import Reservation, starving, waited_seconds
+from placewise.solver.reservation import (
+    Reservation,
+    starving,
+    starving_keys,
+    waited_seconds,
+)
 
 if TYPE_CHECKING:
     from placewise.solver.greedy.scheduler import GreedyScheduler
@@ -46,6 +51,8 @@ class Hold:
     tas: list[TasUsage]
     hosts: int
     waited_s: int
+    starving: frozenset[str] = frozenset()
+    """Other starving workloads: the hold is not shown to them."""
     quota_on: bool = False
     tas_on: bool = False
 
@@ -58,11 +65,15 @@ class Hold:
         leaves = frozenset(
             (t.flavor, tuple(d.values)) for t in self.tas for d in t.assignment.domains
         )
-        return Reservation(self.key, self.info.priority, leaves)
+        return Reservation(self.key, self.info.priority, leaves, self.starving)
 
     def show_to(self, sched: GreedyScheduler, other: WlInfo) -> None:
         """Put in the state what ``other`` must see of the hold."""
-        if other.key == self.key or other.priority > self.info.priority:
+        if (
+            other.key == self.key
+            or other.key in self.starving
+            or other.priority > self.info.priority
+        ):
             self._set(sched, quota=False, tas=False)
         else:
             self._set(sched, quota=other.cq == self.info.cq, tas=True)
@@ -125,6 +136,7 @@ def find_hold(sched: GreedyScheduler, pol: Policy) -> Hold | None:
                 tas,
                 len(hosts),
                 waited_seconds(w, now),
+                starving_keys(sched.snapshot, pol) - {w.key},
             )
     return None
 

@@ -4,10 +4,10 @@ admits the jobs that waited longest, as Kueue's FIFO order would.
 ``teams.yaml``: four 8-GPU hosts, team-c owns all 32 GPUs; three hosts run
 an 8-GPU job each, so one 8-GPU job fits.  ``team-c/old`` has waited 20
 minutes (short of a reservation), ``team-c/new`` arrived now; both ask for
-the same, so the tiers are indifferent between them.  The warm start given to the search admits
-``new`` (what an earlier solve or another plan might have decided): without
-the waiting criterion nothing moves the search off it, with it the search
-admits ``old``.
+the same, so the tiers are indifferent between them.  The warm start given
+to the search admits ``new`` (what an earlier solve or another plan might
+have decided): without the waiting criterion nothing moves the search off
+it, with it the search admits ``old``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _admitting_new(snap: Snapshot) -> Plan:
     kueue = solve_greedy(snap)
     (a,) = kueue.admissions
     assert a.workload == OLD
-    (p,) = [p for p in kueue.pending if p.workload == NEW]
+    assert NEW in {p.workload for p in kueue.pending}
     plan = kueue.model_copy(
         update={
             "admissions": (a.model_copy(update={"workload": NEW}),),
