@@ -84,8 +84,9 @@ class Policy:
     starvation_minutes: int = 30
     """A pending workload that has waited this long gets a reservation
     (:mod:`placewise.solver.reservation`): the room it needs is held
-    against work of its priority or lower until it runs, and backfill goes
-    only where it does not take that room.  0: no reservations, as in
+    against work of its priority or lower until it runs (other workloads
+    past the threshold excepted), and backfill goes only where it does not
+    take that room.  0: no reservations, as in
     Kueue; ``--solver greedy`` (Kueue's cycles) ignores it."""
 
     @property

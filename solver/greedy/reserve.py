@@ -6,12 +6,14 @@ where it would start soonest without knowing run times: on the cluster
 with the least-used hosts emptied, one more host at a time until it fits
 (found by bisection; emptying more never hurts), its placement there is
 the reservation.  Those hosts drain: nothing of its priority or lower
-lands on them, so it starts once their current work ends, while every
-other host stays open to backfill.  Higher-priority work ignores the hold
-(Kueue's tiers stay first), and only its own ClusterQueue's work sees the
-held quota: another queue borrowing it is reclaimed by Kueue's own rules,
-and quota held in the tree would make the queue look borrowing to
-reclaimers.  Nothing is evicted for a reservation.
+lands on them (but other workloads past the threshold, see
+:func:`placewise.solver.reservation.starving_keys`), so it starts once
+their current work ends, while every other host stays open to backfill.
+Higher-priority work ignores the hold (Kueue's tiers stay first), and
+only its own ClusterQueue's work sees the held quota: another queue
+borrowing it is reclaimed by Kueue's own rules, and quota held in the tree
+would make the queue look borrowing to reclaimers.  Nothing is evicted
+for a reservation.
 """
 
 from __future__ import annotations
