@@ -97,3 +97,9 @@ def test_wait_weight_grows_by_log_buckets() -> None:
     got = {k: wait_weight(snap.workloads[k], now) for k in (OLD, NEW)}
     assert got == {OLD: 5, NEW: 1}  # 20 minutes: 1 + floor(log2(21))
     assert wait_weight(snap.workloads[OLD], None) == 1  # no clock: a job counts 1
+
+
+def test_the_policy_file_switches_it() -> None:
+    assert Policy.from_mapping({"waiting": False}) == Policy(waiting=False)
+    with pytest.raises(ValueError, match="waiting must be true or false"):
+        Policy.from_mapping({"waiting": "no"}, "p.yaml")
