@@ -54,6 +54,10 @@ class Policy:
     topology: bool = True
     fragmentation: bool = True
     borrowing: bool = True
+    waiting: bool = True
+    """After the tiers: among plans as good on every tier, admit more jobs
+    and the longest-waiting first (:mod:`placewise.solver.cpsat.model.objective`);
+    false: the tie-breaks decide among them, as before issue 19."""
     preemption_price: float = 1.0
     """GPUs of its own priority tier a preemption must add per GPU-hour of
     work it throws away (the victim's GPUs x how long it has run): at 1 the
@@ -82,8 +86,9 @@ class Policy:
     starvation_minutes: int = 30
     """A pending workload that has waited this long gets a reservation
     (:mod:`placewise.solver.reservation`): the room it needs is held
-    against work of its priority or lower until it runs, and backfill goes
-    only where it does not take that room.  0: no reservations, as in
+    against work of its priority or lower until it runs (other workloads
+    past the threshold excepted), and backfill goes only where it does not
+    take that room.  0: no reservations, as in
     Kueue; ``--solver greedy`` (Kueue's cycles) ignores it."""
 
     @property
@@ -126,7 +131,7 @@ class Policy:
             raise ValueError(f"{at}demand_scale must be an integer")
         if not 1 <= scale <= 10**6:
             raise ValueError(f"{at}demand_scale must be in [1, 10^6]")
-        for name in ("preemption", "topology", "fragmentation", "borrowing"):
+        for name in ("preemption", "topology", "fragmentation", "borrowing", "waiting"):
             if not isinstance(values.get(name, True), bool):
                 raise ValueError(f"{at}{name} must be true or false")
         price = values.get("preemption_price", 1.0)

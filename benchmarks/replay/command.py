@@ -105,6 +105,15 @@ def register(subparsers: Subparsers) -> None:
         help="cpsat search workers; 0 = all cores (default)",
     )
     p.add_argument(
+        "--deterministic-time",
+        type=float,
+        default=None,
+        metavar="T",
+        help="cpsat's deterministic work budget per solve (CP-SAT units, about "
+        "seconds on an idle core); with --workers 1 the replay is reproducible "
+        "whatever the machine's load (--time-limit stays the wall cap)",
+    )
+    p.add_argument(
         "--durations",
         choices=DURATIONS,
         default="generated",
@@ -149,6 +158,7 @@ def configs_of(args: argparse.Namespace) -> list[ReplayConfig]:
             solver=s,
             time_limit=args.time_limit,
             workers=args.workers,
+            deterministic_time=args.deterministic_time,
             durations=args.durations,
             admission_fair_sharing=args.admission_fair_sharing,
         )

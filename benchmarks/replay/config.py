@@ -57,6 +57,11 @@ class ReplayConfig:
     workers: int = 0
     """CP-SAT search workers; 0 = every core."""
     durations: str = "generated"
+    deterministic_time: float | None = None
+    """CP-SAT's deterministic work budget per solve (``time_limit`` stays
+    the wall cap): with one worker a replay then gives the same figures on
+    a loaded machine as on an idle one, so two solvers or two commits can
+    be compared without the machine's load deciding."""
     tick_s: float = TICK_S
     drain_s: float = DRAIN_S
     admission_fair_sharing: bool = False
@@ -88,6 +93,8 @@ class ReplayConfig:
             )
         if not self.tick_s > 0 or not self.drain_s > 0:
             raise ValueError("tick and drain must be > 0 seconds")
+        if self.deterministic_time is not None and not self.deterministic_time > 0:
+            raise ValueError("--deterministic-time must be > 0")
         if self.time_limit <= 0 or self.workers < 0:
             raise ValueError("--time-limit must be > 0 and --workers >= 0")
 

@@ -380,6 +380,7 @@ def _solve(config: ReplayConfig, snap: Snapshot, policy: Policy) -> Plan:
             time_limit=config.time_limit,
             workers=config.workers,
             seed=config.seed,
+            deterministic_time=config.deterministic_time,
             policy=policy,
         ),
     )

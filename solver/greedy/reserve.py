@@ -6,12 +6,14 @@ where it would start soonest without knowing run times: on the cluster
 with the least-used hosts emptied, one more host at a time until it fits
 (found by bisection; emptying more never hurts), its placement there is
 the reservation.  Those hosts drain: nothing of its priority or lower
-lands on them, so it starts once their current work ends, while every
-other host stays open to backfill.  Higher-priority work ignores the hold
-(Kueue's tiers stay first), and only its own ClusterQueue's work sees the
-held quota: another queue borrowing it is reclaimed by Kueue's own rules,
-and quota held in the tree would make the queue look borrowing to
-reclaimers.  Nothing is evicted for a reservation.
+lands on them (but other workloads past the threshold, see
+:func:`placewise.solver.reservation.starving_keys`), so it starts once
+their current work ends, while every other host stays open to backfill.
+Higher-priority work ignores the hold (Kueue's tiers stay first), and
+only its own ClusterQueue's work sees the held quota: another queue
+borrowing it is reclaimed by Kueue's own rules, and quota held in the tree
+would make the queue look borrowing to reclaimers.  Nothing is evicted
+for a reservation.
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ from placewise.solver.kueue.quota import FR
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.kueue.workload import TasUsage, WlInfo
 from placewise.solver.policy import Policy
-from placewise.solver.reservation import Reservation, starving, waited_seconds
+from placewise.solver.reservation import (
+    Reservation,
+    starving,
+    starving_keys,
+    waited_seconds,
+)
 
 if TYPE_CHECKING:
     from placewise.solver.greedy.scheduler import GreedyScheduler
@@ -46,6 +53,8 @@ class Hold:
     tas: list[TasUsage]
     hosts: int
     waited_s: int
+    starving: frozenset[str] = frozenset()
+    """Other starving workloads: the hold is not shown to them."""
     quota_on: bool = False
     tas_on: bool = False
 
@@ -58,11 +67,15 @@ class Hold:
         leaves = frozenset(
             (t.flavor, tuple(d.values)) for t in self.tas for d in t.assignment.domains
         )
-        return Reservation(self.key, self.info.priority, leaves)
+        return Reservation(self.key, self.info.priority, leaves, self.starving)
 
     def show_to(self, sched: GreedyScheduler, other: WlInfo) -> None:
         """Put in the state what ``other`` must see of the hold."""
-        if other.key == self.key or other.priority > self.info.priority:
+        if (
+            other.key == self.key
+            or other.key in self.starving
+            or other.priority > self.info.priority
+        ):
             self._set(sched, quota=False, tas=False)
         else:
             self._set(sched, quota=other.cq == self.info.cq, tas=True)
@@ -125,6 +138,7 @@ def find_hold(sched: GreedyScheduler, pol: Policy) -> Hold | None:
                 tas,
                 len(hosts),
                 waited_seconds(w, now),
+                starving_keys(sched.snapshot, pol) - {w.key},
             )
     return None
 

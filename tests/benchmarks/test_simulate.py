@@ -10,6 +10,7 @@ import dataclasses
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,6 +156,40 @@ def test_same_seed_gives_the_same_metrics() -> None:
     assert ReplayConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
 
 
+def test_a_deterministic_budget_makes_the_optimizer_replay_reproducible(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a deterministic budget and one worker the optimizer's replay is
+    the same run twice, and the budget reaches every solve (the config
+    round-trips through a sweep's plain data with it)."""
+    config = ReplayConfig(
+        instances=(CLUSTER,),
+        job_trace=SMALL,
+        load=2.0,
+        seed=7,
+        solver="cpsat",
+        workers=1,
+        time_limit=30,
+        deterministic_time=0.2,
+    )
+    import placewise.solver.solve as solve_module
+
+    budgets = []
+    real = solve_module.solve
+
+    def spy(snapshot: Any, params: Any) -> Any:
+        budgets.append(params.deterministic_time)
+        return real(snapshot, params)
+
+    monkeypatch.setattr(solve_module, "solve", spy)
+    first, second = run_replay(config), run_replay(config)
+    assert first.ok and second.ok
+    assert budgets and set(budgets) == {0.2}
+    segments = [sorted(r.segments) for r in (first, second)]
+    assert segments[0] == segments[1] and segments[0]
+    assert ReplayConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+
+
 def test_table_and_output_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -182,6 +217,7 @@ def test_table_and_output_directory(
         (["--family", "nope"], "give INSTANCE files or --family"),
         (["--arrivals", "3"], "--arrivals counts generated arrivals"),
         (["--hours", "-1"], "--hours must be > 0"),
+        (["--deterministic-time", "0"], "--deterministic-time must be > 0"),
     ],
 )
 def test_bad_settings_exit_2(

@@ -21,7 +21,6 @@ from placewise.cli import main
 from placewise.models.cluster import LocalQueue
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import PriorityRef
-from placewise.solver.policy import Policy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 CLUSTER = str(DATA / "one-host.yaml")
@@ -119,14 +118,12 @@ def test_usage_carried_into_solves_reorders_the_queues(
         instances=(CLUSTER,), job_trace="unused", solver=solver, time_limit=2, workers=1
     )
     starts = {}
-    # No reservations: both jobs have waited past the default 30 minutes by
-    # 3600 s, and the reservation goes to the longer wait (a2) whatever AFS
-    # says; this test is about AFS's order alone.
-    unreserved = Policy(starvation_minutes=0)
+    # Both jobs have waited past the default 30 minutes by 3600 s: the
+    # reservation (default policy) must follow AFS's order, not the wait.
     for afs in (False, True):
         config = dataclasses.replace(base, admission_fair_sharing=afs)
         work_afs = _two_queue_workset(tmp_path) if afs else work
-        res = run_workset(config, work_afs, policy=unreserved)
+        res = run_workset(config, work_afs)
         assert res.ok, res.error
         starts[afs] = {r.key.split("-")[-1]: r.first_start_s for r in res.records}
     assert starts[False]["a2"] == 3600 and starts[False]["b1"] == 4200

@@ -187,3 +187,14 @@ def test_over_time_the_optimizer_starts_the_gang_as_well() -> None:
     assert all(BIG not in step for step in kueue)
     held = _replay(Policy(), 4, optimizer=True)
     assert [BIG in step for step in held] == [False, False, False, True]
+
+
+def test_other_starving_work_is_not_shut_out() -> None:
+    """The hold stops work queued after the gang from overtaking it; a job
+    that has itself waited past the threshold is not that work: it may
+    use the held hosts (greedy and optimizer alike), a fresh one may not."""
+    runs = [running(f"team-c/r{i}", h) for i, h in enumerate(HOSTS)]
+    late = small("team-c/late", "2025-12-31T23:20:00Z")  # waited 40 minutes
+    snap = cluster(*runs, big(), small("team-c/s0"), late)
+    assert admitted(plan_of(snap, Policy())) == {"team-c/late"}
+    assert admitted(_cpsat(snap, Policy())) == {"team-c/late"}

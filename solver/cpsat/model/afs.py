@@ -20,34 +20,21 @@ ClusterQueue the criterion is empty and the model is exactly as before.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from ortools.sat.python import cp_model
 
 from placewise.solver.cpsat.model.variables import Variables
-from placewise.solver.kueue.afs import AfsLedger, UsageKey, applies, lq_key
 from placewise.solver.policy import Policy, accelerators
 from placewise.solver.problem.data import ModelData
+from placewise.solver.reservation import afs_ranks
 
 
 def lq_ranks(data: ModelData) -> dict[int, int]:
     """Rank of each pending workload's LocalQueue (by workload index) within
-    its usage-based ClusterQueue; workloads of other queues are left out."""
-    ledger = AfsLedger.of(data.snapshot)
-    if ledger is None:
-        return {}
-    by_cq: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for wd in data.workloads:
-        if applies(wd.cq):
-            by_cq[wd.cq.name][lq_key(wd.info.obj)].append(wd.idx)
-    ranks: dict[int, int] = {}
-    for queues in by_cq.values():
-        usages: dict[str, UsageKey] = {lq: ledger.usage(lq) for lq in queues}
-        order = {u: i for i, u in enumerate(sorted(set(usages.values())))}
-        for lq, idxs in queues.items():
-            for idx in idxs:
-                ranks[idx] = order[usages[lq]]
-    return ranks
+    its usage-based ClusterQueue; workloads of other queues are left out.
+    The ranking is the reservation's (one home: a starving workload is
+    picked in the same AFS order, :func:`placewise.solver.reservation.afs_ranks`)."""
+    ranks = afs_ranks(data.snapshot, [wd.info.obj for wd in data.workloads])
+    return {wd.idx: ranks[wd.info.key] for wd in data.workloads if wd.info.key in ranks}
 
 
 AfsTerm = tuple[int, cp_model.IntVar, int]
