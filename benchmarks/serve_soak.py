@@ -54,6 +54,9 @@ from kubernetes import client, watch
 from placewise.adapters.emulator import Emulator, KueueControllers
 from placewise.adapters.generate import family, generate
 from placewise.adapters.io.loader import RawObject, decode_objects
+from placewise.adapters.serve.engine.preempt import conditions
+from placewise.adapters.serve.engine.preempt import holds_quota as holds
+from placewise.adapters.serve.kube.informer import key_of
 from placewise.models.cluster import KUEUE_GROUP
 from placewise.models.plan import Plan, PlanAdmission, PlanPending, SolverInfo
 from placewise.models.snapshot import build_snapshot
@@ -63,27 +66,6 @@ JSON = dict[str, Any]
 VERSION = "v1beta2"
 SAFETY_FAMILIES = ("quota.", "capacity.", "topology.", "bookkeeping.exclusive")
 """Validator rules whose breach in a read-back is an overcommit."""
-
-
-def conditions(obj: JSON) -> dict[str, str]:
-    return {
-        str(c.get("type")): str(c.get("status"))
-        for c in (obj.get("status") or {}).get("conditions") or []
-    }
-
-
-def holds(obj: JSON) -> bool:
-    """Holds quota now: an admission, QuotaReserved, not finished."""
-    c = conditions(obj)
-    return (
-        bool((obj.get("status") or {}).get("admission"))
-        and c.get("QuotaReserved") == "True"
-        and c.get("Finished") != "True"
-    )
-
-
-def key_of(obj: JSON) -> str:
-    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
 
 
 def list_workloads(custom: client.CustomObjectsApi) -> JSON:

@@ -77,6 +77,15 @@ def set_condition(conditions: list[JSON], cond: JSON) -> list[JSON]:
     return out
 
 
+def conditions(obj: JSON) -> dict[str, str]:
+    """A raw object's status conditions: type -> status."""
+    return {
+        str(c.get("type")): str(c.get("status"))
+        for c in (obj.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict)
+    }
+
+
 def holds_quota(wl: JSON) -> bool:
     """The raw-object form of ``Workload.is_running`` (formats.md §1): an
     admission, QuotaReserved=True, active and not finished, as Kueue's cache
@@ -85,11 +94,7 @@ def holds_quota(wl: JSON) -> bool:
     status = wl.get("status") or {}
     if not status.get("admission") or (wl.get("spec") or {}).get("active") is False:
         return False
-    conds = {
-        c.get("type"): c.get("status")
-        for c in status.get("conditions") or []
-        if isinstance(c, dict)
-    }
+    conds = conditions(wl)
     return conds.get("QuotaReserved") == "True" and conds.get("Finished") != "True"
 
 

@@ -21,6 +21,9 @@ from kubernetes import client, watch
 from placewise.adapters.generate import family, generate
 from placewise.adapters.io.loader import RawObject, decode_objects
 from placewise.adapters.serve import Sidecar
+from placewise.adapters.serve.engine.preempt import conditions
+from placewise.adapters.serve.engine.preempt import holds_quota as holds
+from placewise.adapters.serve.kube.informer import key_of
 from placewise.models.plan import (
     Plan,
     PlanAdmission,
@@ -58,26 +61,6 @@ def decode_workload(obj: JSON) -> Workload:
     assert not problems, problems
     (w,) = decoded.workloads.values()
     return w
-
-
-def _conds(obj: JSON) -> dict[str, str]:
-    return {
-        str(c.get("type")): str(c.get("status"))
-        for c in (obj.get("status") or {}).get("conditions") or []
-    }
-
-
-def holds(obj: JSON) -> bool:
-    c = _conds(obj)
-    return (
-        bool((obj.get("status") or {}).get("admission"))
-        and c.get("QuotaReserved") == "True"
-        and c.get("Finished") != "True"
-    )
-
-
-def key_of(obj: JSON) -> str:
-    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
 
 
 @dataclass
@@ -124,7 +107,7 @@ class Recorder:
 
     @staticmethod
     def _flags(obj: JSON) -> tuple[bool, bool, bool]:
-        c = _conds(obj)
+        c = conditions(obj)
         return holds(obj), c.get("Evicted") == "True", c.get("Finished") == "True"
 
     def saw(self, obj: JSON) -> None:
@@ -218,7 +201,9 @@ def settled(sc: Sidecar, api: client.ApiClient) -> bool:
     served = {key_of(o): o for o in read_workloads(api)}
     if not solved_current(sc, api):
         return False
-    if any(holds(o) and _conds(o).get("Evicted") == "True" for o in served.values()):
+    if any(
+        holds(o) and conditions(o).get("Evicted") == "True" for o in served.values()
+    ):
         return False  # the Kueue stand-in has yet to release it
     return sc.loop.solves == solves and sc.loop.state is state
 
@@ -235,7 +220,7 @@ def until_settled(sc: Sidecar, api: client.ApiClient, timeout: float = 120.0) ->
     raise AssertionError(
         f"the loop did not settle in {timeout}s: last plan "
         f"{state.plan if state else None}, workloads "
-        f"{[(key_of(o), holds(o), _conds(o)) for o in read_workloads(api)]}"
+        f"{[(key_of(o), holds(o), conditions(o)) for o in read_workloads(api)]}"
     )
 
 
