@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
+from ortools.graph.python import max_flow
+
 from placewise.models.plan import Plan
 from placewise.solver.cpsat.model.placement import Placement
 
@@ -31,6 +33,7 @@ def placement_values(pl: Placement, plan: Plan) -> dict[int, int] | None:
     for var in pl.x.values():
         out[var.index] = 0
     units_on: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    by_queue: dict[tuple[int, int, str], int] = defaultdict(int)
     admitted = {a.workload: a for a in plan.admissions}
     for wd in data.workloads:
         adm = admitted.get(wd.key)
@@ -59,6 +62,7 @@ def placement_values(pl: Placement, plan: Plan) -> dict[int, int] | None:
                     return None
                 out[x.index] += units
                 units_on[leaf][spec.shape] += units
+                by_queue[(leaf, spec.shape, wd.cq.name)] += units
     class_of = _class_of(pl)
     if any(leaf not in class_of for leaf in units_on):
         return None
@@ -99,6 +103,8 @@ def placement_values(pl: Placement, plan: Plan) -> dict[int, int] | None:
         for k, n in enumerate(counts):
             out[pl.y[(cls.idx, k)].index] = n
         out[pl.empty[cls.idx].index] = empty
+    for key, f in pl.foreign.units.items():
+        out[f.index] = by_queue.get(key, 0)
     _derived(pl, out)
     return out
 
@@ -134,10 +140,31 @@ def _evicted_queues(pl: Placement, values: Values) -> dict[int, set[str]]:
 
 
 def decode(pl: Placement, values: Values) -> dict[tuple[int, str], dict[int, int]]:
-    """(pod set, flavor) -> leaf -> pods, for every pod set the values place."""
-    layout = pl.layout
-    slots: dict[int, dict[int, int]] = {}
-    for cls in layout.classes:
+    """(pod set, flavor) -> leaf -> pods, for every pod set the values place.
+
+    A queue takes a victim's leaf only as far as :mod:`.foreign`'s counts
+    allow.  Those rows are Hall's per queue, necessary but not sufficient
+    across queues, so when the greedy order leaves units without a slot a
+    max-flow places them exactly; should even that fail, the counts are
+    dropped and the settling pass judges the result."""
+    allow = {key: values[f.index] for key, f in pl.foreign.units.items()}
+    placed = _greedy(pl, values, dict(allow) if allow else None)
+    if placed is None and allow:
+        placed = _flow(pl, values, allow)
+    if placed is None and allow:
+        placed = _greedy(pl, values, None)
+    if placed is None:
+        raise AssertionError("decode: units without a slot (Hall rows violated?)")
+    return placed
+
+
+Slots = dict[int, dict[int, int]]
+"""leaf -> shape -> units the values give it."""
+
+
+def _slots(pl: Placement, values: Values) -> Slots:
+    slots: Slots = {}
+    for cls in pl.layout.classes:
         if cls.linear:
             leaf = cls.leaves[0]
             slots[leaf] = {
@@ -151,24 +178,40 @@ def decode(pl: Placement, values: Values) -> dict[tuple[int, str], dict[int, int
             for _ in range(values[pl.y[(cls.idx, k)].index]):
                 leaf = leaves.pop(0)
                 slots[leaf] = dict(zip(cls.shapes, pattern, strict=True))
+    return slots
+
+
+def _by_path(pl: Placement) -> dict[tuple[str, tuple[str, ...]], list[int]]:
     by_path: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
-    for cls in layout.classes:
+    for cls in pl.layout.classes:
         for f, path in cls.paths.items():
             for level in range(len(path) + 1):
                 by_path[(f, path[:level])].extend(cls.leaves)
+    return by_path
+
+
+def _greedy(
+    pl: Placement, values: Values, allow: dict[tuple[int, int, str], int] | None
+) -> dict[tuple[int, str], dict[int, int]] | None:
+    """Deepest domains first, gated units first; None if units are left."""
+    layout = pl.layout
+    slots = _slots(pl, values)
+    by_path = _by_path(pl)
+    queue_of = pl.foreign.queue_of_spec
+    gated = {(s, q) for _leaf, s, q in allow or {}}
     demands = sorted(
         (
-            (-len(path), i, path, values[x.index])
+            (-len(path), (layout.specs[i].shape, queue_of[i]) not in gated, i, path, n)
             for (i, path), x in pl.x.items()
-            if values[x.index] > 0
+            if (n := values[x.index]) > 0
         ),
     )
     evicted = _evicted_queues(pl, values)
     out: dict[tuple[int, str], dict[int, int]] = defaultdict(dict)
-    for _depth, i, path, units in demands:
+    for _depth, _free, i, path, units in demands:
         spec = layout.specs[i]
         placed = out[(spec.pod_set, spec.flavor)]
-        cq = pl.data.workloads[pl.data.pod_sets[spec.pod_set].wl].cq.name
+        cq = queue_of[i]
         candidates = sorted(
             (leaf for leaf in by_path[(spec.flavor, path)] if leaf in slots),
             key=lambda leaf: (
@@ -181,6 +224,10 @@ def decode(pl: Placement, values: Values) -> dict[tuple[int, str], dict[int, int
         left = units
         for leaf in candidates:
             take = min(left, slots[leaf].get(spec.shape, 0))
+            gate = (leaf, spec.shape, cq)
+            if allow is not None and gate in allow:
+                take = min(take, allow[gate])
+                allow[gate] -= max(take, 0)
             if take <= 0:
                 continue
             slots[leaf][spec.shape] -= take
@@ -189,8 +236,76 @@ def decode(pl: Placement, values: Values) -> dict[tuple[int, str], dict[int, int
             if left == 0:
                 break
         if left:
-            raise AssertionError(
-                f"decode: {left} unit(s) of pod set {spec.pod_set} without a slot "
-                f"in {spec.flavor}/{'/'.join(path)} (Hall rows violated?)"
-            )
+            return None
     return dict(out)
+
+
+def _flow(
+    pl: Placement, values: Values, allow: dict[tuple[int, int, str], int]
+) -> dict[tuple[int, str], dict[int, int]] | None:
+    """Every shape as one max-flow: units -> (gate of a queue on a victim's
+    leaf) -> leaf -> sink; None if some units find no slot."""
+    layout = pl.layout
+    slots = _slots(pl, values)
+    by_path = _by_path(pl)
+    out: dict[tuple[int, str], dict[int, int]] = defaultdict(dict)
+    by_shape: dict[int, list[tuple[int, tuple[str, ...], int]]] = defaultdict(list)
+    for (i, path), x in sorted(pl.x.items()):
+        if values[x.index] > 0:
+            by_shape[layout.specs[i].shape].append((i, path, values[x.index]))
+    for s, demands in sorted(by_shape.items()):
+        got = _shape_flow(pl, s, demands, slots, by_path, allow)
+        if got is None:
+            return None
+        for i, leaf, units in got:
+            spec = layout.specs[i]
+            placed = out[(spec.pod_set, spec.flavor)]
+            placed[leaf] = placed.get(leaf, 0) + units * spec.unit
+    return dict(out)
+
+
+def _shape_flow(
+    pl: Placement,
+    s: int,
+    demands: list[tuple[int, tuple[str, ...], int]],
+    slots: Slots,
+    by_path: dict[tuple[str, tuple[str, ...]], list[int]],
+    allow: dict[tuple[int, int, str], int],
+) -> list[tuple[int, int, int]] | None:
+    """(spec, leaf, units) for one shape's demands, or None if short."""
+    layout, queue_of = pl.layout, pl.foreign.queue_of_spec
+    flow = max_flow.SimpleMaxFlow()
+    nodes: dict[tuple[object, ...], int] = {("source",): 0, ("sink",): 1}
+
+    def node(key: tuple[object, ...]) -> int:
+        return nodes.setdefault(key, len(nodes))
+
+    leaf_arcs: dict[int, tuple[int, int]] = {}
+    """arc -> (spec, leaf) for every arc whose flow lands units on a leaf."""
+    gates: dict[tuple[int, int, str], int] = {}
+    total = 0
+    for d, (i, path, units) in enumerate(demands):
+        total += units
+        flow.add_arc_with_capacity(0, node(("d", d)), units)
+        for leaf in by_path[(layout.specs[i].flavor, path)]:
+            if not slots.get(leaf, {}).get(s, 0):
+                continue
+            gate = (leaf, s, queue_of[i])
+            if gate in allow:
+                head = gates.setdefault(gate, node(("g", *gate)))
+            else:
+                head = node(("l", leaf))
+            leaf_arcs[flow.add_arc_with_capacity(node(("d", d)), head, units)] = (
+                i,
+                leaf,
+            )
+    for gate, n in gates.items():
+        flow.add_arc_with_capacity(n, node(("l", gate[0])), allow[gate])
+    for key, n in list(nodes.items()):
+        if key[0] == "l":
+            leaf = int(str(key[1]))
+            flow.add_arc_with_capacity(n, 1, slots[leaf][s])
+    if flow.solve(0, 1) != flow.OPTIMAL or flow.optimal_flow() < total:
+        return None
+    got = {arc: flow.flow(arc) for arc in leaf_arcs}
+    return [(i, leaf, got[arc]) for arc, (i, leaf) in leaf_arcs.items() if got[arc]]

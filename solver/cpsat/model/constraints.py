@@ -18,6 +18,7 @@ from ortools.sat.python import cp_model
 
 from placewise.models.cluster import PODS
 from placewise.models.quantity import UNLIMITED
+from placewise.solver.cpsat.model import foreign
 from placewise.solver.cpsat.model.placement import Placement
 from placewise.solver.cpsat.model.variables import Derive, Variables
 from placewise.solver.kueue.quota import FR, QuotaNode
@@ -78,6 +79,7 @@ class Constraints:
             self._placement()
         self._victims_need_preemptors()
         if mode == "plan":
+            self._room_to_the_entitled()
             self._strict_fifo()
         self._exclusive_copies()
 
@@ -222,7 +224,13 @@ class Constraints:
                     units[(pd.idx, f)] = u
                     chosen[(pd.idx, f)] = wv.flavor[(pd.group, rg, f)]
         self.placement = Placement(
-            self.model, data, self.layout, self.v.victims, self.v.derive, units, chosen
+            self.model,
+            data,
+            self.layout,
+            self.v.victims,
+            self.v.derive,
+            units,
+            chosen,
         )
         self.placement.build()
 
@@ -267,6 +275,27 @@ class Constraints:
                 self.model.add(victim == 0)
                 continue
             self.model.add(victim <= sum(self._link(p, vd.info.cq) for p in pairs))
+
+    def _room_to_the_entitled(self) -> None:
+        """A victim's room serves only queues entitled to it (:mod:`.foreign`);
+        the plan's model only, as bounds need not decode."""
+        placement: Placement | None = getattr(self, "placement", None)
+        if placement is None:
+            return
+        data = self.data
+        by_queue: dict[int, dict[str, list[Pair]]] = {}
+        for vd in data.victims:
+            per: dict[str, list[Pair]] = defaultdict(list)
+            for p in data.pairs.get(vd.idx, []):
+                if p.members:
+                    per[data.workloads[p.members[0]].cq.name].append(p)
+            by_queue[vd.idx] = per
+
+        def links(vi: int, queue: str) -> list[cp_model.IntVar]:
+            vd = data.victims[vi]
+            return [self._link(p, vd.info.cq) for p in by_queue[vd.idx].get(queue, [])]
+
+        placement.foreign = foreign.build(placement, links)
 
     def _link(self, pair: Pair, vcq: str) -> cp_model.IntVar:
         """1 only if some member of ``pair`` can be the preemptor; one per

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from placewise.solver.cpsat.model.foreign import ForeignRoom
 from placewise.solver.cpsat.model.variables import Derive
 from placewise.solver.problem.data import ModelData
 from placewise.solver.problem.layout import (
@@ -66,6 +67,8 @@ class Placement:
         default_factory=dict
     )
     """spec -> its (domain path, units) variables."""
+    foreign: ForeignRoom = field(default_factory=ForeignRoom)
+    """:mod:`.foreign`'s variables, once the constraints add that family."""
 
     def build(self) -> None:
         self._classes()

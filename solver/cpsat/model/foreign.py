@@ -1,0 +1,215 @@
+"""Room an eviction frees serves only queues entitled to it (the model's side).
+
+The validator's ``preemption.room-elsewhere`` (formats.md) lets the capacity
+a victim frees on a leaf serve its own ClusterQueue, its preemptor's, or a
+queue Kueue's cohort rules would let evict it directly -- never another.
+The aggregated placement counts *slots of a shape* on a leaf, not whose pods
+fill them, so without this family the search lets one queue's gang take the
+room an in-queue eviction of another queue freed; the settling pass then
+undoes that plan and the warm start is returned (fragmented-running: every
+searched plan had as many such victims as unneeded ones).
+
+Variables ``F{leaf}_{shape}_{queue}``: units of a shape that a queue *foreign*
+to some victim on the leaf places there.  Rows:
+
+* per victim and resource: the foreign units of that victim fit the leaf's
+  free capacity plus what the *other* victims there free (the victim's own
+  room stays with who may take it); without the eviction the leaf's own
+  capacity row already implies it, so no indicator is needed;
+* per queue, shape and domain holding a leaf foreign to it: the queue's
+  demand there fits the domain's slots with those leaves counted only as
+  far as its ``F`` allows (Hall's rows for that queue alone).
+
+A queue is entitled to a victim when it is the victim's own, or when one of
+its workloads could be the victim's preemptor in the plan: the indicator of
+a preemption link (:mod:`placewise.solver.problem.pairs`) whose members are
+in the queue.  The validator entitles the credited preemptor's queue and
+every queue one of whose admissions may evict the victim, both of which
+make such a link hold, so every plan it accepts stays a plan of the model.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ortools.sat.python import cp_model
+
+if TYPE_CHECKING:
+    from placewise.solver.cpsat.model.placement import Placement
+
+LinearTerms = list[tuple[int, cp_model.IntVar]]
+Key = tuple[int, int, str]
+"""(leaf, shape, queue)."""
+
+CELL_LIMIT = 200_000
+"""Most ``F`` variables plus Hall terms this family may add; above it the
+model goes without (the decoder and the settling pass still hold the rule)."""
+
+
+Links = Callable[[int, str], list[cp_model.IntVar]]
+"""(victim, queue) -> indicators, any of which entitles the queue to the
+victim's room; empty: never entitled."""
+
+
+@dataclass(slots=True)
+class ForeignRoom:
+    """The ``F`` variables, read by the decoder and the hint."""
+
+    units: dict[Key, cp_model.IntVar] = field(default_factory=dict)
+    queue_of_spec: list[str] = field(default_factory=list)
+
+    def restricted(self, leaf: int, shape: int, queue: str) -> cp_model.IntVar | None:
+        return self.units.get((leaf, shape, queue))
+
+
+def build(pl: Placement, links: Links) -> ForeignRoom:
+    """Add the family to ``pl``'s model; returns its variables (none when the
+    instance evicts nothing on a TAS leaf, or the family would be too big)."""
+    data, layout = pl.data, pl.layout
+    room = ForeignRoom(
+        queue_of_spec=[
+            data.workloads[data.pod_sets[s.pod_set].wl].cq.name for s in layout.specs
+        ]
+    )
+    if not layout.victims_on:
+        return room
+    own = [vd.info.cq for vd in data.victims]
+    queues_of_shape: dict[int, set[str]] = defaultdict(set)
+    for i, spec in enumerate(layout.specs):
+        queues_of_shape[spec.shape].add(room.queue_of_spec[i])
+    plan: list[tuple[int, int, int, str]] = []
+    for cls in layout.classes:
+        if not cls.linear or cls.leaves[0] not in layout.victims_on:
+            continue
+        leaf = cls.leaves[0]
+        on = layout.victims_on[leaf]
+        for s in cls.shapes:
+            if pl.v.get((cls.idx, s)) is None:
+                continue
+            for q in sorted(queues_of_shape[s]):
+                if any(q != own[vi] for vi, _ in on):
+                    plan.append((cls.idx, leaf, s, q))
+    per_shape = Counter(s for s, _q in {(s, q) for _c, _l, s, q in plan})
+    hall = sum(per_shape[s] for c in layout.classes for s in c.shapes)
+    if not plan or len(plan) + hall > CELL_LIMIT:
+        return room
+    model = pl.model
+    for c, leaf, s, q in plan:
+        slot = pl.v[(c, s)]
+        room.units[(leaf, s, q)] = model.new_int_var(0, _ub(slot), f"F{leaf}_{s}_{q}")
+    _within_slots(pl, room)
+    _victim_rows(pl, room, own, links)
+    _queue_hall(pl, room)
+    return room
+
+
+def _within_slots(pl: Placement, room: ForeignRoom) -> None:
+    by_slot: dict[tuple[int, int], list[cp_model.IntVar]] = defaultdict(list)
+    for (leaf, s, _q), f in room.units.items():
+        by_slot[(leaf, s)].append(f)
+    class_of = {c.leaves[0]: c.idx for c in pl.layout.classes if c.linear}
+    for (leaf, s), fs in sorted(by_slot.items()):
+        pl.model.add(sum(fs) <= pl.v[(class_of[leaf], s)])
+
+
+def _victim_rows(
+    pl: Placement, room: ForeignRoom, own: list[str], links: Links
+) -> None:
+    """Per victim and resource: the units of queues not entitled to it fit
+    without its room.  A queue entitled only if a link holds enters with a
+    big-M term on an indicator of those links (one per victim and queue)."""
+    layout = pl.layout
+    free_of = {c.leaves[0]: c.free for c in layout.classes if c.linear}
+    per_leaf: dict[int, list[tuple[int, str, cp_model.IntVar]]] = defaultdict(list)
+    for (leaf, s, q), f in room.units.items():
+        per_leaf[leaf].append((s, q, f))
+    for leaf, fs in sorted(per_leaf.items()):
+        on = layout.victims_on[leaf]
+        free = free_of[leaf]
+        for vi, _ in on:
+            rows: dict[str, LinearTerms] = defaultdict(list)
+            by_queue: dict[str, dict[str, LinearTerms]] = defaultdict(
+                lambda: defaultdict(list)
+            )
+            for s, q, f in fs:
+                if q == own[vi]:
+                    continue
+                for r, need in layout.shapes[s].request:
+                    rows[r].append((need, f))
+                    by_queue[q][r].append((need, f))
+            waive: dict[str, cp_model.IntVar] = {}
+            for q in sorted(by_queue):
+                ors = links(vi, q)
+                if ors:
+                    waive[q] = _any_of(pl, ors, f"W{vi}_{q}")
+            for r, terms in sorted(rows.items()):
+                cap = free.get(r, 0)
+                if cap >= 1 << 61:
+                    continue
+                others = [
+                    (-u.get(r, 0), pl.victims[vj])
+                    for vj, u in on
+                    if vj != vi and u.get(r, 0)
+                ]
+                relief = [
+                    (-sum(c * _ub(x) for c, x in by_queue[q][r]), w)
+                    for q, w in waive.items()
+                    if by_queue[q][r]
+                ]
+                pl.model.add(sum(c * x for c, x in terms + others + relief) <= cap)
+
+
+def _any_of(pl: Placement, ors: list[cp_model.IntVar], name: str) -> cp_model.IntVar:
+    if len(ors) == 1:
+        return ors[0]
+    w = pl.model.new_bool_var(name)
+    pl.model.add(w <= sum(ors))
+    pl.derive(w, lambda val: int(any(val[x.index] for x in ors)))
+    return w
+
+
+def _queue_hall(pl: Placement, room: ForeignRoom) -> None:
+    """Hall's rows for each queue alone where some leaf is foreign to it."""
+    layout = pl.layout
+    foreign_at: dict[tuple[int, str], set[tuple[str, ...]]] = defaultdict(set)
+    gated: dict[tuple[int, str], dict[int, cp_model.IntVar]] = defaultdict(dict)
+    class_of = {c.leaves[0]: c for c in layout.classes if c.linear}
+    for (leaf, s, q), f in room.units.items():
+        cls = class_of[leaf]
+        path = cls.paths[layout.shapes[s].flavor]
+        foreign_at[(s, q)].update(path[:k] for k in range(len(path) + 1))
+        gated[(s, q)][cls.idx] = f
+    demand: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
+    for (i, path), x in pl.x.items():
+        s, q = layout.specs[i].shape, room.queue_of_spec[i]
+        doms = foreign_at.get((s, q))
+        if not doms:
+            continue
+        for k in range(len(path) + 1):
+            if path[:k] in doms:
+                demand[(s, q, path[:k])].append((1, x))
+    if not demand:
+        return
+    supply: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
+    wanted = {(s, q) for s, q, _ in demand}
+    for cls in layout.classes:
+        for s in cls.shapes:
+            for q in sorted(q for (s2, q) in wanted if s2 == s):
+                gate = gated[(s, q)].get(cls.idx)
+                terms = [(1, gate)] if gate is not None else pl.supply(cls, s)
+                if not terms:
+                    continue
+                path = cls.paths[layout.shapes[s].flavor]
+                for k in range(len(path) + 1):
+                    if (s, q, path[:k]) in demand:
+                        supply[(s, q, path[:k])] += terms
+    for key, terms in sorted(demand.items(), key=lambda kv: kv[0]):
+        have = supply.get(key, [])
+        pl.model.add(sum(c * x for c, x in terms) <= sum(c * x for c, x in have))
+
+
+def _ub(x: cp_model.IntVar) -> int:
+    return int(list(x.proto.domain)[-1])
