@@ -9,16 +9,26 @@ room an in-queue eviction of another queue freed; the settling pass then
 undoes that plan and the warm start is returned (fragmented-running: every
 searched plan had as many such victims as unneeded ones).
 
-Variables ``F{leaf}_{shape}_{queue}``: units of a shape that a queue *foreign*
-to some victim on the leaf places there.  Rows:
+On a *gated* leaf (one with a victim whose queue is not the only one that
+could place pods there), variables ``F{leaf}_{shape}_{queue}`` say whose
+units fill its slots of a shape.  Rows:
 
-* per victim and resource: the foreign units of that victim fit the leaf's
-  free capacity plus what the *other* victims there free (the victim's own
+* the queues' units are the leaf's slots (a slot no queue may fill is no
+  slot: the aggregate Hall rows would count it);
+* per victim and resource: the units of queues not entitled to it fit the
+  leaf's free capacity plus what the *other* victims there free (its own
   room stays with who may take it); without the eviction the leaf's own
-  capacity row already implies it, so no indicator is needed;
-* per queue, shape and domain holding a leaf foreign to it: the queue's
-  demand there fits the domain's slots with those leaves counted only as
-  far as its ``F`` allows (Hall's rows for that queue alone).
+  capacity row already implies it, so an indicator is needed only to waive
+  it for a queue whose entitlement depends on the plan;
+* per queue, shape and domain: the queue's units on gated leaves there come
+  from its pod sets whose domain lies inside or around it, and its pod sets
+  inside the domain fit the ungated slots plus its own ``F`` (Hall's rows
+  for one queue).
+
+Across queues these rows are necessary, not sufficient; the decoder
+(:func:`placewise.solver.cpsat.decode.placement_io.decode`) places the units
+exactly by a max-flow when its greedy order fails, and the settling pass
+judges what even that cannot place.
 
 A queue is entitled to a victim when it is the victim's own, or when one of
 its workloads could be the victim's preemptor in the plan: the indicator of
@@ -61,9 +71,6 @@ class ForeignRoom:
     units: dict[Key, cp_model.IntVar] = field(default_factory=dict)
     queue_of_spec: list[str] = field(default_factory=list)
 
-    def restricted(self, leaf: int, shape: int, queue: str) -> cp_model.IntVar | None:
-        return self.units.get((leaf, shape, queue))
-
 
 def build(pl: Placement, links: Links) -> ForeignRoom:
     """Add the family to ``pl``'s model; returns its variables (none when the
@@ -89,9 +96,8 @@ def build(pl: Placement, links: Links) -> ForeignRoom:
         for s in cls.shapes:
             if pl.v.get((cls.idx, s)) is None:
                 continue
-            for q in sorted(queues_of_shape[s]):
-                if any(q != own[vi] for vi, _ in on):
-                    plan.append((cls.idx, leaf, s, q))
+            if any(q != own[vi] for q in queues_of_shape[s] for vi, _ in on):
+                plan.extend((cls.idx, leaf, s, q) for q in sorted(queues_of_shape[s]))
     per_shape = Counter(s for s, _q in {(s, q) for _c, _l, s, q in plan})
     hall = sum(per_shape[s] for c in layout.classes for s in c.shapes)
     if not plan or len(plan) + hall > CELL_LIMIT:
@@ -100,19 +106,46 @@ def build(pl: Placement, links: Links) -> ForeignRoom:
     for c, leaf, s, q in plan:
         slot = pl.v[(c, s)]
         room.units[(leaf, s, q)] = model.new_int_var(0, _ub(slot), f"F{leaf}_{s}_{q}")
-    _within_slots(pl, room)
+    _every_slot_has_a_queue(pl, room)
     _victim_rows(pl, room, own, links)
+    _reach(pl, room)
     _queue_hall(pl, room)
     return room
 
 
-def _within_slots(pl: Placement, room: ForeignRoom) -> None:
+def _every_slot_has_a_queue(pl: Placement, room: ForeignRoom) -> None:
+    """A gated leaf's slots of a shape are the queues' units there, so a slot
+    no queue may fill is no slot (the aggregate Hall rows would count it)."""
     by_slot: dict[tuple[int, int], list[cp_model.IntVar]] = defaultdict(list)
     for (leaf, s, _q), f in room.units.items():
         by_slot[(leaf, s)].append(f)
     class_of = {c.leaves[0]: c.idx for c in pl.layout.classes if c.linear}
     for (leaf, s), fs in sorted(by_slot.items()):
-        pl.model.add(sum(fs) <= pl.v[(class_of[leaf], s)])
+        pl.model.add(sum(fs) == pl.v[(class_of[leaf], s)])
+
+
+def _reach(pl: Placement, room: ForeignRoom) -> None:
+    """A queue's units on gated leaves inside a domain come from its pod sets
+    whose domain lies inside it or contains it."""
+    layout = pl.layout
+    class_of = {c.leaves[0]: c for c in layout.classes if c.linear}
+    held: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
+    for (leaf, s, q), f in room.units.items():
+        path = class_of[leaf].paths[layout.shapes[s].flavor]
+        for k in range(len(path) + 1):
+            held[(s, q, path[:k])].append((1, f))
+    at: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
+    below: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
+    for (i, path), x in pl.x.items():
+        s, q = layout.specs[i].shape, room.queue_of_spec[i]
+        at[(s, q, path)].append((1, x))
+        for k in range(len(path)):
+            below[(s, q, path[:k])].append((1, x))
+    for (s, q, dom), terms in sorted(held.items(), key=lambda kv: kv[0]):
+        feed = list(below.get((s, q, dom), []))
+        for k in range(len(dom) + 1):
+            feed += at.get((s, q, dom[:k]), [])
+        pl.model.add(sum(c * x for c, x in terms) <= sum(c * x for c, x in feed))
 
 
 def _victim_rows(
