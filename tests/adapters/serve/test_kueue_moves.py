@@ -134,6 +134,7 @@ def test_blocked_gang_gets_in_through_a_move(
     try:
         h.sidecar(mode="kueue", solver="auto", time_limit=1.0, policy=policy)
         final = sound_until(h, all_hold)
+        rec.catch_up(final)
     finally:
         rec.stop()
     (moved,) = rec.kinds("evicted")
@@ -228,7 +229,7 @@ def test_sigkill_between_eviction_and_readmission_loses_nothing(
             time_limit=1.0,
             policy=Policy(moves=MoveRules(count=2)),
         )
-        sound_until(h, all_hold)
+        rec.catch_up(sound_until(h, all_hold))
     finally:
         rec.stop()
     assert rec.kinds("evicted") == [moved]  # the restart moved nothing else
@@ -321,17 +322,18 @@ def test_a_pod_disruption_budget_is_never_exceeded_by_a_move(
         sound_until(h, lambda now: _evicted(now["ml/a"]))
         # Released, a is planned again; the sidecar holds it back (and the
         # gang, whose hosts include a's) while a's pod is still up.
-        sound_until(
+        held_back = sound_until(
             h,
             lambda now: (
                 not holds(now["ml/a"])
                 and any(_waits_for_pods(now[k]) for k in ("ml/a", "ml/gang"))
             ),
         )
+        rec.catch_up(held_back)  # every transition so far recorded
         assert rec.kinds("admitted") == []
         gone = time.monotonic()
         h.core.delete_namespaced_pod("a-0", "ml", grace_period_seconds=0)
-        sound_until(h, all_hold)
+        rec.catch_up(sound_until(h, all_hold))
     finally:
         rec.stop()
     assert rec.kinds("evicted") == ["ml/a"]
