@@ -120,10 +120,7 @@ class SolveLoop:
         )
         baseline = None
         if previous is not None and previous.built.facts is not None:
-            baseline = Baseline(
-                previous.built.facts,
-                frozenset(p.workload for p in previous.plan.preemptions),
-            )
+            baseline = Baseline.of(previous.built.facts, previous.plan)
         built = self.builder.build(started, baseline)
         plan, fallback = self._checked(*self._solve(built.snapshot), built.snapshot)
         usage = node_usage(built, lambda key: self._expected_node(key))

@@ -9,10 +9,11 @@ one of equal worth, so the loop would keep evicting its own admissions.
 So every solve records the *facts* it read, leaving out what the loop's own
 decisions change.  When the facts are the same as at the previous published
 plan, the previous plan's decisions stand: every running Workload that plan
-did not name as a victim (and that is not already being evicted) is marked
-not preemptible (:attr:`placewise.models.workload.Workload.preemptible`).
-Pending work may still be admitted into free room, and the previous plan's
-victims may still be preempted for their preemptors.
+did not name as a victim or move (and that is not already being evicted) is
+marked not preemptible (:attr:`placewise.models.workload.Workload.preemptible`),
+so not movable either.  Pending work may still be admitted into free room,
+and the previous plan's victims may still be preempted for their preemptors
+and its moved Workloads moved.
 
 Something changed, precisely, when between two solves:
 
@@ -39,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from placewise.models.plan import Plan
 from placewise.models.workload import Workload
 
 _CONFIG_TABLES = (
@@ -144,10 +146,22 @@ def _diff(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str | No
 
 @dataclass(frozen=True)
 class Baseline:
-    """The previous published plan: what it read and whom it evicted."""
+    """The previous published plan: what it read and whom it evicts."""
 
     facts: Facts
     victims: frozenset[str]
+    """Its preemption victims and the workloads it moves.  A move is an
+    eviction first, and a plan can be replaced before anything acted on it
+    (the next solve starts on the cache event of the previous plan's own
+    writes): were a moved workload kept in place, the next plan could no
+    longer move it, and with nothing changing outside, no plan after it
+    either (the gang it made room for would wait for ever)."""
+
+    @staticmethod
+    def of(facts: Facts, plan: Plan) -> Baseline:
+        """The baseline a published ``plan`` built on ``facts`` leaves."""
+        evicts = {p.workload for p in plan.preemptions}
+        return Baseline(facts, frozenset(evicts | {m.workload for m in plan.moves}))
 
 
 def held_back(

@@ -48,6 +48,10 @@ from placewise.models.validate import validate
 JSON = dict[str, Any]
 log = logging.getLogger("placewise.serve.kueue")
 
+PODS_STILL_UP = "Pending: evicted pods still to go"
+"""The pending message of an admission held back by a moved Workload's pods
+still running (the Workload's own, or one on the hosts the admission names)."""
+
 
 def _common_prefix(values: list[str]) -> str:
     """The longest prefix every value shares, character by character."""
@@ -236,7 +240,7 @@ class KueueAdmitter:
             if wl is None or holds_quota(wl):
                 continue  # gone, or admitted already (by an earlier round)
             if adm.workload in up[0] or hosts_of(adm) & up[1]:
-                self._pending(adm.workload, "Pending: evicted pods still to go")
+                self._pending(adm.workload, PODS_STILL_UP)
                 continue
             left = self.victims_left(state, victims.get(adm.workload, ()))
             if left:

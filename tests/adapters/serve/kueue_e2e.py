@@ -132,6 +132,21 @@ class Recorder:
         if self._watch is not None:
             self._watch.stop()
 
+    def catch_up(self, read: dict[str, JSON], timeout: float = 10.0) -> None:
+        """Wait until the watch has served what the read-back ``read`` (key ->
+        Workload) shows: a LIST can be ahead of the watch, and a transition
+        it shows is recorded only once the watch serves it."""
+        deadline = time.monotonic() + timeout
+        want = {k: self._flags(o) for k, o in read.items()}
+        while any(self._state.get(k) != f for k, f in want.items()):
+            behind = {
+                k: self._state.get(k)
+                for k, f in want.items()
+                if self._state.get(k) != f
+            }
+            assert time.monotonic() < deadline, f"the watch is behind on {behind}"
+            time.sleep(0.02)
+
     def kinds(self, kind: str) -> list[str]:
         return [k for _, k, what in self.events if what == kind]
 

@@ -15,6 +15,7 @@ from placewise.adapters.serve.engine.stability import (
     held_back,
     protect,
 )
+from placewise.models.plan import Plan, PlanMove, PlanPreemption, SolverInfo
 from placewise.models.snapshot import Objects
 from tests.adapters.serve.conftest import GPU
 from tests.adapters.serve.test_kueue_mode import kueue_objects, workload
@@ -171,3 +172,30 @@ def test_held_back_keeps_what_the_previous_plan_kept() -> None:
     protect(t["workloads"], {"ml/mine", "ml/unknown"})
     assert t["workloads"]["ml/mine"].preemptible is False
     assert t["workloads"]["ml/a"].preemptible is True
+
+
+def test_a_planned_move_stays_open_when_nothing_changed() -> None:
+    """The previous plan's moved workloads are not kept in place, as its
+    victims are not: a plan replaced before its move was carried out leaves
+    the next plan free to make it (kept, it could never be moved again)."""
+    t = tables(admitted(workload("a", 1, 4)), admitted(workload("b", 1, 4)), *BASE)
+    facts = Facts.of(t)
+    plan = Plan(
+        solver=SolverInfo(name="cpsat", status="FEASIBLE"),
+        preemptions=(
+            PlanPreemption(
+                workload="ml/b", preemptor="ml/waiting", reason="InClusterQueue"
+            ),
+        ),
+        moves=(
+            PlanMove(
+                workload="ml/a",
+                from_hosts=("h1",),
+                to_hosts=("h2",),
+                lost_gpu_hours=0.0,
+            ),
+        ),
+    )
+    base = Baseline.of(facts, plan)
+    assert base.victims == frozenset({"ml/a", "ml/b"})
+    assert held_back(t["workloads"], base, facts) == (None, frozenset({"ml/mine"}))
