@@ -158,14 +158,15 @@ def test_a_long_run_is_not_thrown_away_for_a_small_gain_at_its_tier() -> None:
     assert (tier.priority, tier.gpus) == (100, 4)
     assert tier.bound == 8  # on GPUs (reclaiming reaches 8), not on the price
     # On the wall clock the unpriced LP bounds it: still a bound on GPUs.
-    # A loaded machine can spend the 2 s before the search: the warm start
-    # comes back with a looser ceiling (12 seen at load 16), a bound still.
+    # A loaded machine can spend the 2 s before the search, or stop the
+    # tier's stage before it proves: a looser ceiling (12 seen at load 16-18)
+    # comes back then, a bound still; the exact one once the stage proves.
     params = SolveParams(solver="cpsat", time_limit=2.0, workers=1)
     plan = solve(instance(timedelta(hours=2)), params)
     assert preempted(plan) == []
     bound = plan.solver.tiers[0].bound
     assert bound is not None and bound >= 8
-    if plan.solver.status != "FALLBACK":
+    if plan.solver.status == "OPTIMAL":
         assert bound == 8
 
 
