@@ -76,8 +76,8 @@ def register(subparsers: Subparsers) -> None:
     p.add_argument(
         "--format",
         choices=("yaml", "json"),
-        default="yaml",
-        help="multi-document YAML (default) or a kubectl-style JSON List",
+        help="multi-document YAML or a kubectl-style JSON List (default: JSON "
+        "when -o ends in .json, else YAML)",
     )
     p.add_argument(
         "-o", "--output", metavar="FILE", help="output file (default: stdout)"
@@ -127,6 +127,14 @@ def build_config(args: argparse.Namespace) -> GeneratorConfig:
     return config.with_overrides(**changes) if changes else config
 
 
+def output_format(args: argparse.Namespace) -> str:
+    """``--format``, else what the output file's name says (the loader reads
+    a ``.json`` file as JSON, so writing YAML there made a file it refused)."""
+    if args.format:
+        return str(args.format)
+    return "json" if str(args.output or "").endswith(".json") else "yaml"
+
+
 def run(args: argparse.Namespace) -> int:
     """Generate and write; 2 with a message on stderr for bad usage or config."""
     if args.family == MULTI_CLUSTER:
@@ -136,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         objects = generate(config, args.seed)
         built = time.perf_counter()
-        write(objects, args.output, fmt=args.format)
+        write(objects, args.output, fmt=output_format(args))
     except (UsageError, ConfigError) as exc:
         print(f"placewise generate: error: {exc}", file=sys.stderr)
         return 2
@@ -188,7 +196,9 @@ def _multi_cluster(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        paths = write_multi_cluster(args.output, args.seed, hosts, pending, args.format)
+        paths = write_multi_cluster(
+            args.output, args.seed, hosts, pending, args.format or "yaml"
+        )
     except OSError as exc:
         print(
             f"placewise generate: error: cannot write {args.output}: {exc}",

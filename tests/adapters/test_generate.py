@@ -1066,6 +1066,18 @@ def test_cli_writes_the_requested_instance(tmp_path: Path) -> None:
     assert out.read_text() == dumps(generate(expected, 3))
 
 
+def test_cli_writes_json_where_the_file_name_says_so(tmp_path: Path) -> None:
+    """``-o x.json`` without --format wrote YAML, which the loader (reading a
+    .json file as JSON) then refused; --format still decides when given."""
+    out = tmp_path / "i.json"
+    args = parse(["--shape", "1x1x2", "--pending", "1", "-o", str(out)])
+    assert args.run(args) == 0
+    assert json.loads(out.read_text())["kind"] == "List"
+    args = parse(["--shape", "1x1x2", "--format", "yaml", "-o", str(out)])
+    assert args.run(args) == 0
+    assert next(yaml.safe_load_all(out.read_text()))["kind"] != "List"
+
+
 def test_cli_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     """Without -o the instance goes to stdout; --format json gives a List."""
     args = parse(
