@@ -215,6 +215,8 @@ def _greedy(
         candidates = sorted(
             (leaf for leaf in by_path[(spec.flavor, path)] if leaf in slots),
             key=lambda leaf: (
+                # Slots the counts give this queue are its own: take them first.
+                not (allow and allow.get((leaf, spec.shape, cq), 0) > 0),
                 bool(evicted.get(leaf, set()) - {cq}),
                 leaf not in placed,
                 -slots[leaf].get(spec.shape, 0),
