@@ -35,6 +35,17 @@ def test_a_feasible_tier_reads_in_gpus_with_bound_and_gap():
     assert "1204000" in raw_line(r)  # -vv keeps the raw values
 
 
+def test_a_priced_tier_reads_its_unpriced_bound():
+    """A priced stage's objective bound, read as GPUs, counts the price too
+    (fragmented seed 1 said +1,073 where +633 was proven); the line gives the
+    unpriced bound, as the plan's tier report does."""
+    stage, values = tier(501)
+    r = StageResult(stage, "FEASIBLE", 501 * WEIGHT, 1073 * WEIGHT, 9.7, None, 633)
+    assert stage_line(r, values) == (
+        "tier 100: +501 GPUs admitted net of preemptions (bound +633, gap 20.9 %), 9.7s"
+    )
+
+
 def test_tier_outcomes_in_words():
     stage, values = tier(-16)
     optimal = StageResult(stage, "OPTIMAL", -16 * WEIGHT, -16 * WEIGHT, 0.3)

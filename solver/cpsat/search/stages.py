@@ -453,7 +453,10 @@ def stage_line(r: StageResult, values: dict[int, int] | None) -> str:
         return f"{head} ({_WORDS.get(r.status, r.status.lower())}), {took}"
     if r.bound is None:
         return f"{head} (no bound proven), {took}"
-    bound = max(stage.gpu_bound(r.bound), gpus)
+    bound = stage.gpu_bound(r.bound)
+    if r.gpu_bound is not None:  # priced: the unpriced bound, as the plan says
+        bound = min(bound, r.gpu_bound)
+    bound = max(bound, gpus)
     gap = 100.0 * (bound - gpus) / max(abs(bound), 1)
     return f"{head} (bound {bound:+,}, gap {gap:.1f} %), {took}"
 
