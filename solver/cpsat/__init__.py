@@ -38,7 +38,9 @@ package unless it starts with ``placewise``; a test resolves every one).
 3. Build.  ``solve:_build`` restricts a large model to each pod set's
    roomiest domains (``placewise.solver.problem.layout:restrict``) and builds
    ``model.cpmodel:CPModel``: variables (``model.variables:Variables``),
-   constraints (``model.constraints:Constraints.add_constraints``), and the
+   constraints (``model.constraints:Constraints.add_constraints``; a
+   victim's freed room only for the queues entitled to it,
+   ``model.foreign:build``), and the
    lexicographic stages (``model.objective:Objective.build``: GPUs per
    priority tier, then the tie-breaks).
 4. Hint.  ``solve:_hint`` turns the warm start into values of the model
@@ -54,7 +56,8 @@ package unless it starts with ``placewise``; a test resolves every one).
    (``search.stages:prove_and_search`` with ``search.race:Prover``).
 6. Decode.  ``model.cpmodel:CPModel.plan`` reads the values back
    (``decode.plan_io:plan_from_values``, placements by
-   ``decode.placement_io:decode``); ``solve:_finished`` fills what still fits
+   ``decode.placement_io:decode``, a max-flow where its greedy order strands
+   units, ``decode.placement_io:_flow``); ``solve:_finished`` fills what still fits
    (``decode.finish:fill``), settles the victims and says why the rest waits
    (``decode.finish:explain``).
 7. Accept.  ``solve:_refused`` returns the warm start (status FALLBACK)
