@@ -56,8 +56,8 @@ package unless it starts with ``placewise``; a test resolves every one).
    (``search.stages:prove_and_search`` with ``search.race:Prover``).
 6. Decode.  ``model.cpmodel:CPModel.plan`` reads the values back
    (``decode.plan_io:plan_from_values``, placements by
-   ``decode.placement_io:decode``, a max-flow where its greedy order strands
-   units, ``decode.placement_io:_flow``); ``solve:_finished`` fills what still fits
+   ``decode.placement_io:decode``: the units the model assigns to victims'
+   leaves first, then deepest domains first); ``solve:_finished`` fills what still fits
    (``decode.finish:fill``), settles the victims and says why the rest waits
    (``decode.finish:explain``).
 7. Accept.  ``solve:_refused`` returns the warm start (status FALLBACK)

@@ -10,13 +10,14 @@ a laminar family).
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Mapping
 
-from ortools.graph.python import max_flow
-
 from placewise.models.plan import Plan
 from placewise.solver.cpsat.model.placement import Placement
+
+log = logging.getLogger("placewise.cpsat")
 
 Values = Mapping[int, int]
 
@@ -34,6 +35,7 @@ def placement_values(pl: Placement, plan: Plan) -> dict[int, int] | None:
         out[var.index] = 0
     units_on: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     by_queue: dict[tuple[int, int, str], int] = defaultdict(int)
+    on_leaf: dict[tuple[int, tuple[str, ...], int], int] = defaultdict(int)
     admitted = {a.workload: a for a in plan.admissions}
     for wd in data.workloads:
         adm = admitted.get(wd.key)
@@ -63,6 +65,7 @@ def placement_values(pl: Placement, plan: Plan) -> dict[int, int] | None:
                 out[x.index] += units
                 units_on[leaf][spec.shape] += units
                 by_queue[(leaf, spec.shape, wd.cq.name)] += units
+                on_leaf[(spec_i, path, leaf)] += units
     class_of = _class_of(pl)
     if any(leaf not in class_of for leaf in units_on):
         return None
@@ -105,6 +108,8 @@ def placement_values(pl: Placement, plan: Plan) -> dict[int, int] | None:
         out[pl.empty[cls.idx].index] = empty
     for key, f in pl.foreign.units.items():
         out[f.index] = by_queue.get(key, 0)
+    for spot, a in pl.foreign.assign.items():
+        out[a.index] = on_leaf.get(spot, 0)
     _derived(pl, out)
     return out
 
@@ -142,17 +147,15 @@ def _evicted_queues(pl: Placement, values: Values) -> dict[int, set[str]]:
 def decode(pl: Placement, values: Values) -> dict[tuple[int, str], dict[int, int]]:
     """(pod set, flavor) -> leaf -> pods, for every pod set the values place.
 
-    A queue takes a victim's leaf only as far as :mod:`.foreign`'s counts
-    allow.  Those rows are Hall's per queue, necessary but not sufficient
-    across queues, so when the greedy order leaves units without a slot a
-    max-flow places them exactly; should even that fail, the counts are
-    dropped and the settling pass judges the result."""
-    allow = {key: values[f.index] for key, f in pl.foreign.units.items()}
-    placed = _greedy(pl, values, dict(allow) if allow else None)
-    if placed is None and allow:
-        placed = _flow(pl, values, allow)
-    if placed is None and allow:
-        placed = _greedy(pl, values, None)
+    Units the values assign to a victim's leaf (:mod:`.foreign`) go there
+    first; the rest take the other slots inside their domains, deepest
+    domains first, which never fails when the Hall rows hold (a tree is a
+    laminar family, and the assigned slots are carved out of its rows)."""
+    spots = {k: n for k, a in pl.foreign.assign.items() if (n := values[a.index])}
+    placed = _greedy(pl, values, spots)
+    if placed is None and spots:  # never expected: decode as before the rows
+        log.warning("decode: units stranded beside the assigned slots")
+        placed = _greedy(pl, values, {})
     if placed is None:
         raise AssertionError("decode: units without a slot (Hall rows violated?)")
     return placed
@@ -191,32 +194,34 @@ def _by_path(pl: Placement) -> dict[tuple[str, tuple[str, ...]], list[int]]:
 
 
 def _greedy(
-    pl: Placement, values: Values, allow: dict[tuple[int, int, str], int] | None
+    pl: Placement, values: Values, spots: Mapping[tuple[int, tuple[str, ...], int], int]
 ) -> dict[tuple[int, str], dict[int, int]] | None:
-    """Deepest domains first, gated units first; None if units are left."""
+    """Assigned units first, then deepest domains first; None if units are left."""
     layout = pl.layout
     slots = _slots(pl, values)
     by_path = _by_path(pl)
-    queue_of = pl.foreign.queue_of_spec
-    gated = {(s, q) for _leaf, s, q in allow or {}}
+    out: dict[tuple[int, str], dict[int, int]] = defaultdict(dict)
+    left_of = {key: values[x.index] for key, x in pl.x.items()}
+    for (i, path, leaf), n in sorted(spots.items()):
+        spec = layout.specs[i]
+        if slots.get(leaf, {}).get(spec.shape, 0) < n or left_of[(i, path)] < n:
+            return None
+        slots[leaf][spec.shape] -= n
+        left_of[(i, path)] -= n
+        placed = out[(spec.pod_set, spec.flavor)]
+        placed[leaf] = placed.get(leaf, 0) + n * spec.unit
     demands = sorted(
-        (
-            (-len(path), (layout.specs[i].shape, queue_of[i]) not in gated, i, path, n)
-            for (i, path), x in pl.x.items()
-            if (n := values[x.index]) > 0
-        ),
+        (-len(path), i, path, n) for (i, path), n in left_of.items() if n > 0
     )
     evicted = _evicted_queues(pl, values)
-    out: dict[tuple[int, str], dict[int, int]] = defaultdict(dict)
-    for _depth, _free, i, path, units in demands:
+    queue_of = pl.foreign.queue_of_spec
+    for _depth, i, path, units in demands:
         spec = layout.specs[i]
         placed = out[(spec.pod_set, spec.flavor)]
-        cq = queue_of[i]
+        cq = queue_of[i] if queue_of else _queue(pl, i)
         candidates = sorted(
             (leaf for leaf in by_path[(spec.flavor, path)] if leaf in slots),
             key=lambda leaf: (
-                # Slots the counts give this queue are its own: take them first.
-                not (allow and allow.get((leaf, spec.shape, cq), 0) > 0),
                 bool(evicted.get(leaf, set()) - {cq}),
                 leaf not in placed,
                 -slots[leaf].get(spec.shape, 0),
@@ -226,10 +231,6 @@ def _greedy(
         left = units
         for leaf in candidates:
             take = min(left, slots[leaf].get(spec.shape, 0))
-            gate = (leaf, spec.shape, cq)
-            if allow is not None and gate in allow:
-                take = min(take, allow[gate])
-                allow[gate] -= max(take, 0)
             if take <= 0:
                 continue
             slots[leaf][spec.shape] -= take
@@ -242,72 +243,6 @@ def _greedy(
     return dict(out)
 
 
-def _flow(
-    pl: Placement, values: Values, allow: dict[tuple[int, int, str], int]
-) -> dict[tuple[int, str], dict[int, int]] | None:
-    """Every shape as one max-flow: units -> (gate of a queue on a victim's
-    leaf) -> leaf -> sink; None if some units find no slot."""
-    layout = pl.layout
-    slots = _slots(pl, values)
-    by_path = _by_path(pl)
-    out: dict[tuple[int, str], dict[int, int]] = defaultdict(dict)
-    by_shape: dict[int, list[tuple[int, tuple[str, ...], int]]] = defaultdict(list)
-    for (i, path), x in sorted(pl.x.items()):
-        if values[x.index] > 0:
-            by_shape[layout.specs[i].shape].append((i, path, values[x.index]))
-    for s, demands in sorted(by_shape.items()):
-        got = _shape_flow(pl, s, demands, slots, by_path, allow)
-        if got is None:
-            return None
-        for i, leaf, units in got:
-            spec = layout.specs[i]
-            placed = out[(spec.pod_set, spec.flavor)]
-            placed[leaf] = placed.get(leaf, 0) + units * spec.unit
-    return dict(out)
-
-
-def _shape_flow(
-    pl: Placement,
-    s: int,
-    demands: list[tuple[int, tuple[str, ...], int]],
-    slots: Slots,
-    by_path: dict[tuple[str, tuple[str, ...]], list[int]],
-    allow: dict[tuple[int, int, str], int],
-) -> list[tuple[int, int, int]] | None:
-    """(spec, leaf, units) for one shape's demands, or None if short."""
-    layout, queue_of = pl.layout, pl.foreign.queue_of_spec
-    flow = max_flow.SimpleMaxFlow()
-    nodes: dict[tuple[object, ...], int] = {("source",): 0, ("sink",): 1}
-
-    def node(key: tuple[object, ...]) -> int:
-        return nodes.setdefault(key, len(nodes))
-
-    leaf_arcs: dict[int, tuple[int, int]] = {}
-    """arc -> (spec, leaf) for every arc whose flow lands units on a leaf."""
-    gates: dict[tuple[int, int, str], int] = {}
-    total = 0
-    for d, (i, path, units) in enumerate(demands):
-        total += units
-        flow.add_arc_with_capacity(0, node(("d", d)), units)
-        for leaf in by_path[(layout.specs[i].flavor, path)]:
-            if not slots.get(leaf, {}).get(s, 0):
-                continue
-            gate = (leaf, s, queue_of[i])
-            if gate in allow:
-                head = gates.setdefault(gate, node(("g", *gate)))
-            else:
-                head = node(("l", leaf))
-            leaf_arcs[flow.add_arc_with_capacity(node(("d", d)), head, units)] = (
-                i,
-                leaf,
-            )
-    for gate, n in gates.items():
-        flow.add_arc_with_capacity(n, node(("l", gate[0])), allow[gate])
-    for key, n in list(nodes.items()):
-        if key[0] == "l":
-            leaf = int(str(key[1]))
-            flow.add_arc_with_capacity(n, 1, slots[leaf][s])
-    if flow.solve(0, 1) != flow.OPTIMAL or flow.optimal_flow() < total:
-        return None
-    got = {arc: flow.flow(arc) for arc in leaf_arcs}
-    return [(i, leaf, got[arc]) for arc, (i, leaf) in leaf_arcs.items() if got[arc]]
+def _queue(pl: Placement, spec: int) -> str:
+    data = pl.data
+    return data.workloads[data.pod_sets[pl.layout.specs[spec].pod_set].wl].cq.name

@@ -10,25 +10,22 @@ undoes that plan and the warm start is returned (fragmented-running: every
 searched plan had as many such victims as unneeded ones).
 
 On a *gated* leaf (one with a victim whose queue is not the only one that
-could place pods there), variables ``F{leaf}_{shape}_{queue}`` say whose
-units fill its slots of a shape.  Rows:
+could place pods there), variables ``A{spec}_{leaf}`` say how many units of
+each pod set land there, and ``F{leaf}_{shape}_{queue}`` sum them per queue.
+Rows:
 
-* the queues' units are the leaf's slots (a slot no queue may fill is no
-  slot: the aggregate Hall rows would count it);
+* the queues' units are the leaf's slots, and a pod set's units on gated
+  leaves are some of its units in the domain that holds them;
 * per victim and resource: the units of queues not entitled to it fit the
   leaf's free capacity plus what the *other* victims there free (its own
   room stays with who may take it); without the eviction the leaf's own
   capacity row already implies it, so an indicator is needed only to waive
   it for a queue whose entitlement depends on the plan;
-* per queue, shape and domain: the queue's units on gated leaves there come
-  from its pod sets whose domain lies inside or around it, and its pod sets
-  inside the domain fit the ungated slots plus its own ``F`` (Hall's rows
-  for one queue).
-
-Across queues these rows are necessary, not sufficient; the decoder
-(:func:`placewise.solver.cpsat.decode.placement_io.decode`) places the units
-exactly by a max-flow when its greedy order fails, and the settling pass
-judges what even that cannot place.
+* Hall's rows over the other slots, per shape and domain holding a gated
+  leaf: the units not assigned to gated leaves fit the slots left.  The
+  other slots serve any pod set of their domain, so these rows are exact
+  and decoding (:func:`placewise.solver.cpsat.decode.placement_io.decode`)
+  never strands a unit.
 
 A queue is entitled to a victim when it is the victim's own, or when one of
 its workloads could be the victim's preemptor in the plan: the indicator of
@@ -40,7 +37,7 @@ make such a link hold, so every plan it accepts stays a plan of the model.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -66,9 +63,13 @@ victim's room; empty: never entitled."""
 
 @dataclass(slots=True)
 class ForeignRoom:
-    """The ``F`` variables, read by the decoder and the hint."""
+    """The ``F`` and ``A`` variables, read by the decoder and the hint."""
 
     units: dict[Key, cp_model.IntVar] = field(default_factory=dict)
+    assign: dict[tuple[int, tuple[str, ...], int], cp_model.IntVar] = field(
+        default_factory=dict
+    )
+    """(spec, its domain path, gated leaf) -> units of the spec on the leaf."""
     queue_of_spec: list[str] = field(default_factory=list)
 
 
@@ -98,9 +99,10 @@ def build(pl: Placement, links: Links) -> ForeignRoom:
                 continue
             if any(q != own[vi] for q in queues_of_shape[s] for vi, _ in on):
                 plan.extend((cls.idx, leaf, s, q) for q in sorted(queues_of_shape[s]))
-    per_shape = Counter(s for s, _q in {(s, q) for _c, _l, s, q in plan})
-    hall = sum(per_shape[s] for c in layout.classes for s in c.shapes)
-    if not plan or len(plan) + hall > CELL_LIMIT:
+    if not plan:
+        return room
+    reach = _reachers(pl, {(leaf, s) for _c, leaf, s, _q in plan})
+    if len(plan) + sum(len(r) for r in reach.values()) > CELL_LIMIT:
         return room
     model = pl.model
     for c, leaf, s, q in plan:
@@ -108,9 +110,27 @@ def build(pl: Placement, links: Links) -> ForeignRoom:
         room.units[(leaf, s, q)] = model.new_int_var(0, _ub(slot), f"F{leaf}_{s}_{q}")
     _every_slot_has_a_queue(pl, room)
     _victim_rows(pl, room, own, links)
-    _reach(pl, room)
-    _queue_hall(pl, room)
+    _assign(pl, room, reach)
+    _carved_hall(pl, room)
     return room
+
+
+def _reachers(
+    pl: Placement, gated: set[tuple[int, int]]
+) -> dict[tuple[int, int], list[tuple[int, tuple[str, ...]]]]:
+    """(gated leaf, shape) -> the (spec, domain path) units that may land there."""
+    layout = pl.layout
+    class_of = {c.leaves[0]: c for c in layout.classes if c.linear}
+    by_prefix: dict[tuple[int, tuple[str, ...]], list[tuple[int, tuple[str, ...]]]]
+    by_prefix = defaultdict(list)
+    for i, path in pl.x:
+        by_prefix[(layout.specs[i].shape, path)].append((i, path))
+    out: dict[tuple[int, int], list[tuple[int, tuple[str, ...]]]] = {}
+    for leaf, s in sorted(gated):
+        path = class_of[leaf].paths[layout.shapes[s].flavor]
+        prefixes = [path[:k] for k in range(len(path) + 1)]
+        out[(leaf, s)] = [key for p in prefixes for key in by_prefix.get((s, p), [])]
+    return out
 
 
 def _every_slot_has_a_queue(pl: Placement, room: ForeignRoom) -> None:
@@ -122,30 +142,6 @@ def _every_slot_has_a_queue(pl: Placement, room: ForeignRoom) -> None:
     class_of = {c.leaves[0]: c.idx for c in pl.layout.classes if c.linear}
     for (leaf, s), fs in sorted(by_slot.items()):
         pl.model.add(sum(fs) == pl.v[(class_of[leaf], s)])
-
-
-def _reach(pl: Placement, room: ForeignRoom) -> None:
-    """A queue's units on gated leaves inside a domain come from its pod sets
-    whose domain lies inside it or contains it."""
-    layout = pl.layout
-    class_of = {c.leaves[0]: c for c in layout.classes if c.linear}
-    held: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
-    for (leaf, s, q), f in room.units.items():
-        path = class_of[leaf].paths[layout.shapes[s].flavor]
-        for k in range(len(path) + 1):
-            held[(s, q, path[:k])].append((1, f))
-    at: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
-    below: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
-    for (i, path), x in pl.x.items():
-        s, q = layout.specs[i].shape, room.queue_of_spec[i]
-        at[(s, q, path)].append((1, x))
-        for k in range(len(path)):
-            below[(s, q, path[:k])].append((1, x))
-    for (s, q, dom), terms in sorted(held.items(), key=lambda kv: kv[0]):
-        feed = list(below.get((s, q, dom), []))
-        for k in range(len(dom) + 1):
-            feed += at.get((s, q, dom[:k]), [])
-        pl.model.add(sum(c * x for c, x in terms) <= sum(c * x for c, x in feed))
 
 
 def _victim_rows(
@@ -204,41 +200,68 @@ def _any_of(pl: Placement, ors: list[cp_model.IntVar], name: str) -> cp_model.In
     return w
 
 
-def _queue_hall(pl: Placement, room: ForeignRoom) -> None:
-    """Hall's rows for each queue alone where some leaf is foreign to it."""
+def _assign(
+    pl: Placement,
+    room: ForeignRoom,
+    reach: dict[tuple[int, int], list[tuple[int, tuple[str, ...]]]],
+) -> None:
+    """Whose units fill a gated leaf, pod set by pod set: ``A`` variables
+    tie each queue's ``F`` to its pod sets' units in the domains around it."""
+    model = pl.model
+    per_x: dict[tuple[int, tuple[str, ...]], list[cp_model.IntVar]] = defaultdict(list)
+    for (leaf, s), keys in sorted(reach.items()):
+        by_queue: dict[str, list[cp_model.IntVar]] = defaultdict(list)
+        for i, path in keys:
+            x = pl.x[(i, path)]
+            a = model.new_int_var(0, _ub(x), f"A{i}_{leaf}")
+            room.assign[(i, path, leaf)] = a
+            per_x[(i, path)].append(a)
+            by_queue[room.queue_of_spec[i]].append(a)
+        for q, f_key in ((q, (leaf, s, q)) for q in sorted(by_queue)):
+            f = room.units.get(f_key)
+            if f is not None:
+                model.add(f == sum(by_queue[q]))
+        for (leaf2, s2, q), f in room.units.items():
+            if (leaf2, s2) == (leaf, s) and q not in by_queue:
+                model.add(f == 0)
+    for key, a_s in sorted(per_x.items()):
+        model.add(sum(a_s) <= pl.x[key])
+
+
+def _carved_hall(pl: Placement, room: ForeignRoom) -> None:
+    """Hall's rows over the ungated slots: per shape and domain holding a
+    gated leaf, the units not assigned to gated leaves fit the slots of the
+    other classes.  With gated slots assigned explicitly and the rest one
+    commodity on a tree, the rows are exact (the decoder never strands)."""
     layout = pl.layout
-    foreign_at: dict[tuple[int, str], set[tuple[str, ...]]] = defaultdict(set)
-    gated: dict[tuple[int, str], dict[int, cp_model.IntVar]] = defaultdict(dict)
-    class_of = {c.leaves[0]: c for c in layout.classes if c.linear}
-    for (leaf, s, q), f in room.units.items():
-        cls = class_of[leaf]
-        path = cls.paths[layout.shapes[s].flavor]
-        foreign_at[(s, q)].update(path[:k] for k in range(len(path) + 1))
-        gated[(s, q)][cls.idx] = f
-    demand: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
+    gated = {(leaf, s) for leaf, s, _q in room.units}
+    doms: set[tuple[int, tuple[str, ...]]] = set()
+    for c in layout.classes:
+        for s in c.shapes:
+            if c.linear and (c.leaves[0], s) in gated:
+                path = c.paths[layout.shapes[s].flavor]
+                doms.update((s, path[:k]) for k in range(len(path) + 1))
+    assigned: dict[tuple[int, tuple[str, ...]], list[cp_model.IntVar]] = defaultdict(
+        list
+    )
+    for (i, path, _leaf), a in room.assign.items():
+        assigned[(i, path)].append(a)
+    demand: dict[tuple[int, tuple[str, ...]], LinearTerms] = defaultdict(list)
     for (i, path), x in pl.x.items():
-        s, q = layout.specs[i].shape, room.queue_of_spec[i]
-        doms = foreign_at.get((s, q))
-        if not doms:
-            continue
+        s = layout.specs[i].shape
+        rest = [(1, x)] + [(-1, a) for a in assigned.get((i, path), [])]
         for k in range(len(path) + 1):
-            if path[:k] in doms:
-                demand[(s, q, path[:k])].append((1, x))
-    if not demand:
-        return
-    supply: dict[tuple[int, str, tuple[str, ...]], LinearTerms] = defaultdict(list)
-    wanted = {(s, q) for s, q, _ in demand}
-    for cls in layout.classes:
-        for s in cls.shapes:
-            for q in sorted(q for (s2, q) in wanted if s2 == s):
-                gate = gated[(s, q)].get(cls.idx)
-                terms = [(1, gate)] if gate is not None else pl.supply(cls, s)
-                if not terms:
-                    continue
-                path = cls.paths[layout.shapes[s].flavor]
-                for k in range(len(path) + 1):
-                    if (s, q, path[:k]) in demand:
-                        supply[(s, q, path[:k])] += terms
+            if (s, path[:k]) in doms:
+                demand[(s, path[:k])] += rest
+    supply: dict[tuple[int, tuple[str, ...]], LinearTerms] = defaultdict(list)
+    for c in layout.classes:
+        for s in c.shapes:
+            if c.linear and (c.leaves[0], s) in gated:
+                continue
+            path = c.paths[layout.shapes[s].flavor]
+            for k in range(len(path) + 1):
+                if (s, path[:k]) in demand:
+                    supply[(s, path[:k])] += pl.supply(c, s)
     for key, terms in sorted(demand.items(), key=lambda kv: kv[0]):
         have = supply.get(key, [])
         pl.model.add(sum(c * x for c, x in terms) <= sum(c * x for c, x in have))
