@@ -88,6 +88,10 @@ per-term rounding; the exact shares decide acceptance."""
 
 MAX_COMBINATIONS = 16
 """Flavor combinations tried per pod-set group (several resource groups)."""
+EVICTION_STEP = 8
+"""Candidates the best-fit warm start frees at least, beyond what its quota
+needs, before it tries a workload's pods again (then twice as many, and so
+on): each freed candidate that was not needed is restored one by one."""
 
 # -- Wall-clock floors at the CP-SAT / HiGHS / thread boundaries.
 
@@ -138,6 +142,19 @@ they run side by side on disjoint parts."""
 MIN_ROUND_SECONDS = 0.3
 """No round starts with less time left: compiling and building a sub-problem
 takes about this much before its search."""
+WARM_SHARE = 0.6
+"""Beyond LARGE_CELLS, the share of the time limit (from the solve's start)
+after which the best-fit warm start tries no more evictions (highest
+priority first, so the top tier's come first): at 50,000 hosts evicting
+for every workload that did not fit took 70 s of CPU on the 2-core machine."""
+VALIDATE_PER_COMPILE = 0.7
+"""Beyond LARGE_CELLS, seconds of the final validation reserved per second
+the compile took (measured on the 2-core machine, CPU seconds: validation /
+compile 0.9 / 1.5 at 10,000 hosts, 4.7 / 8.8 at 50,000; kept above both)."""
+BOUND_PER_COMPILE = 1.0
+"""Beyond LARGE_CELLS, the host-class LP is begun only with this many
+seconds per second of compile left (its model and arrays took 0.7 s of CPU
+at 10,000 hosts, 5.6 s at 50,000, besides HiGHS in its children)."""
 LARGE_BOUND_SHARE = 0.2
 """Of the time limit, what the partition search leaves to the host-class
 LP's per-tier bounds (~1.8 s at 10,000 hosts on the loaded 2-core machine)."""
