@@ -79,7 +79,9 @@ class Leaves:
         if key not in self.cache:
             self.cache[key] = (need, mask, self._fit(self.index[f], need, mask))
         elif self.seen[key] < len(self.changed):
-            leaves = np.unique(np.concatenate(self.changed[self.seen[key] :]))
+            mark = np.zeros(len(self.free), dtype=bool)  # not np.unique: no sort
+            mark[np.concatenate(self.changed[self.seen[key] :])] = True
+            leaves = np.nonzero(mark)[0]
             need, mask, fit = self.cache[key]
             pos = self.position[f][leaves]
             pos = pos[pos >= 0]
