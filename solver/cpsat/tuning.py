@@ -149,10 +149,10 @@ takes about this much before its search."""
 WARM_SHARE = 0.8
 """Beyond LARGE_CELLS, the share of the time limit (from the solve's start)
 after which the best-fit warm start tries no more evictions (highest
-priority first, so the top tier's come first).  At 50,000 hosts evicting
-for every workload that did not fit took 39 s of CPU on the 2-core machine
-(71 s before the bisection and lazy refresh of search/warmstart.py), and
-without evictions tier 1,000 has 105,286 GPUs against 131,526: the warm
+priority first, so the top tier's come first).  At 50,000 hosts best-fit
+with every eviction took 27 s of CPU on the 2-core machine (71 s before
+the changes of search/warmstart.py and packing.py), and without evictions
+tier 1,000 has 105,286 GPUs against 131,670: the warm
 start's evictions are worth more than the partition rounds (which found
 nothing at 10,000 hosts), so they get the budget first."""
 VALIDATE_PER_COMPILE = 0.7
