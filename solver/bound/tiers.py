@@ -173,3 +173,22 @@ def tighter(
         ),
         least(total, other[1]),
     )
+
+
+def demand_tiers(
+    snapshot: Snapshot, plan: Plan, pol: Policy
+) -> tuple[tuple[TierResult, ...], int | None]:
+    """Per tier: GPUs after the plan, and the bound no plan can pass —
+    running work plus every pending workload admitted.  What the large path
+    reports when neither LP fits the time left (at 50,000 hosts the
+    host-class LP may not): valid, if loose, and free to compute."""
+    figures = tier_figures(snapshot, plan, pol)
+    empty = Plan(solver=SolverInfo(name="", status="FEASIBLE"))
+    bounds: dict[int | None, int] = {
+        f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)
+    }
+    waiting = _gpus_by_tier(snapshot, {w.key for w in snapshot.pending}, pol)
+    for tier, gpus in waiting.items():
+        bounds[tier] = bounds.get(tier, 0) + gpus
+    bounds[None] = sum(v for k, v in bounds.items() if k is not None)
+    return tier_results(figures, bounds, pol)

@@ -26,15 +26,19 @@ package unless it starts with ``placewise``; a test resolves every one).
    model cannot express is known from the first compile, their decision
    from the warm start that reads it, and the model must count them as
    running.
-2. Too large to model whole (``solve:_large``): the warm start, filled
-   with what fits beside its victims (``solve:_filled_around_victims`` via
-   ``decode.finish:fill``), is improved part by part of the
+2. Too large to model whole (``solve:_large``): the warm start is
+   best-fit with evictions only within the first share of the budget, and
+   is not settled (the final settle validates once); filled with what
+   fits beside its victims (``solve:_filled_around_victims`` via
+   ``decode.finish:fill``), it is improved part by part of the
    topology (``search.partition:PartitionSearch``: each round compiles a
    small problem over a few blocks, ``search.partition:sub_problem``, its
    quota what the rest of the plan leaves, and searches it stage by stage);
    the host-class LP proves each tier's bound
    (``placewise.solver.bound.tiers:class_tiers``), else the relaxed model
-   (``search.ceiling:relaxed_tiers``).
+   (``search.ceiling:relaxed_tiers``), else, with no time left, the pending
+   demand (``placewise.solver.bound.tiers:demand_tiers``).  Every step stops
+   at the budget less the final validation's reserve (``solve:_reserve``).
 3. Build.  ``solve:_build`` restricts a large model to each pod set's
    roomiest domains (``placewise.solver.problem.layout:restrict``) and builds
    ``model.cpmodel:CPModel``: variables (``model.variables:Variables``),

@@ -40,6 +40,7 @@ from placewise.solver.cpsat.search.partition import (
 from placewise.solver.cpsat.search.stages import run_stages
 from placewise.solver.cpsat.search.warmstart import best_fit
 from placewise.solver.cpsat.tuning import (
+    BOUND_PER_COMPILE,
     CLASS_SHARE,
     GREEDY_SECONDS_PER_CELL,
     GREEDY_SHARE,
@@ -51,6 +52,8 @@ from placewise.solver.cpsat.tuning import (
     RESTRICT_CELLS,
     RESTRICT_TO,
     SLACK,
+    VALIDATE_PER_COMPILE,
+    WARM_SHARE,
 )
 from placewise.solver.greedy.reserve import reservation_of
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
@@ -113,15 +116,19 @@ def _fallback(warm: Plan, limit: Budget, why: str) -> Plan:
 
 
 def _warm_start(
-    snapshot: Snapshot, problem: Problem, params: CpSatParams, given: Plan | None
+    snapshot: Snapshot,
+    problem: Problem,
+    params: CpSatParams,
+    given: Plan | None,
+    evict: Budget | None = None,
 ) -> tuple[Plan, dict[str, str], Plan | None]:
     """The better of best-fit and (when affordable) Kueue's greedy, with the
     greedy's pending reasons, and the greedy's plan when it ran.  A ``given``
     plan (the caller's baseline, e.g. MultiKueue's race) is the warm start
-    instead."""
+    instead.  Best-fit tries evictions only while ``evict`` lasts."""
     if given is not None:
         return given, {p.workload: p.reason for p in given.pending}, None
-    bfd = best_fit(problem)
+    bfd = best_fit(problem, budget=evict)
     cells = len(snapshot.admissible()) * max(len(snapshot.nodes), 1)
     if cells * GREEDY_SECONDS_PER_CELL > GREEDY_SHARE * params.time_limit:
         log.info("cpsat: warm start best-fit (the greedy would not fit the budget)")
@@ -168,6 +175,9 @@ class _Start:
     """Pending reasons of the warm start."""
     kueue: Plan | None
     """Kueue's greedy plan, when it ran."""
+    compiled: float = 0.0
+    """Seconds the compile took: what the final validation is reserved by
+    (:func:`_large`)."""
 
 
 def _solve_cpsat(
@@ -183,12 +193,12 @@ def _solve_cpsat(
         greedy = warm or outcome_to_plan(snapshot, run_greedy(snapshot), "greedy", 0.0)
         why = "running usage or quota beyond int64 is outside the model"
         return _fallback(greedy, limit, why)
-    start = _start(snapshot, params, warm)
-    if limit.remaining() < MIN_BUDGET:
-        return _fallback(start.warm, limit, "the warm start used the time limit")
+    start = _start(snapshot, params, warm, limit)
     log.info("cpsat: compiled and warm-started in %.1fs", limit.spent())
     if start.problem.layout.cells > LARGE_CELLS:
-        return _large(start, params, limit)
+        return _large(start, params, limit)  # spends what is left, if any
+    if limit.remaining() < MIN_BUDGET:
+        return _fallback(start.warm, limit, "the warm start used the time limit")
     classes = _class_bound(start, params)
     model, restricted = _build(start, params, limit)
     if limit.remaining() < MIN_BUDGET:
@@ -264,18 +274,37 @@ def _class_bound(start: _Start, params: CpSatParams) -> ClassBound | None:
     return ClassBound(start.problem, unpriced(params))
 
 
-def _start(snapshot: Snapshot, params: CpSatParams, warm: Plan | None) -> _Start:
+def _start(
+    snapshot: Snapshot,
+    params: CpSatParams,
+    warm: Plan | None,
+    limit: Budget | None = None,
+) -> _Start:
     """Work about to finish left to finish, the problem compiled once, the
     warm start chosen and settled, the workloads the model cannot express
-    fixed at the warm start's decision."""
+    fixed at the warm start's decision.
+
+    Beyond LARGE_CELLS (the large path, :func:`_large`) best-fit evicts only
+    within the budget's WARM_SHARE, and the warm start is not settled here:
+    the final settle of :func:`solve_cpsat` validates the plan once, where
+    settling here too cost a second whole validation (~5 s of CPU at 50,000
+    hosts; best-fit's warm start rarely needs it, see ``_Evictions.hold``)."""
+    limit = limit or Budget.of(params.time_limit)
     given = snapshot
     snapshot = _leave_to_finish(snapshot, params.policy)
     held = reservation_of(snapshot, params.policy)  # closed to shut-out work
+    began = limit.spent()
     problem = compile_problem(snapshot, reservation=held)
-    warm, reasons, kueue = _warm_start(snapshot, problem, params, warm)
-    warm = settle_preemptions(snapshot, warm)
+    compiled = limit.spent() - began
+    large = problem.layout.cells > LARGE_CELLS
+    evict = Budget(limit.start, limit.start + WARM_SHARE * limit.seconds)
+    warm, reasons, kueue = _warm_start(
+        snapshot, problem, params, warm, evict if large else None
+    )
+    if not large:
+        warm = settle_preemptions(snapshot, warm)
     problem = _keep_unsupported(snapshot, problem, warm)
-    return _Start(given, snapshot, problem, warm, reasons, kueue)
+    return _Start(given, snapshot, problem, warm, reasons, kueue, compiled)
 
 
 def _build(start: _Start, params: CpSatParams, limit: Budget) -> tuple[CPModel, bool]:
@@ -396,14 +425,19 @@ def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
     is improved part by part (``search.partition:PartitionSearch``: each
     round a better plan or none), and the
     host-class LP (:mod:`placewise.solver.bound.tiers`) proves each tier's
-    bound — the relaxed model's if an LP does not finish in time."""
-    from placewise.solver.bound.tiers import class_tiers  # see _class_bound
+    bound — the relaxed model's if an LP does not finish in time, the
+    pending demand's (``placewise.solver.bound.tiers:demand_tiers``) when
+    no time is left for either.  Every step keeps to the budget less the
+    final validation's reserve (``solve:_reserve``): at 50,000 hosts
+    compiling and warm-starting take most of a 25 s limit, and the plan
+    still returns within it."""
+    from placewise.solver.bound.tiers import class_tiers, demand_tiers
 
     problem = start.problem
     plan = _filled_around_victims(problem, start.warm)
-    end = limit.less_margin()
+    end = limit.less_margin().short_of(_reserve(start))
     search = end.short_of(LARGE_BOUND_SHARE * limit.seconds)
-    part = _partition(start, params)
+    part = _partition(start, params) if search.remaining() > MIN_BUDGET else None
     if part is not None and search.remaining() > MIN_BUDGET:
         found = PartitionSearch(start.snapshot, problem, params, part, start.reasons)
         better = found.run(plan, search)
@@ -414,13 +448,29 @@ def _large(start: _Start, params: CpSatParams, limit: Budget) -> Plan:
             start.snapshot, better, pol
         ) >= primary_vector(start.snapshot, plan, pol):
             plan = better
-    plan = _with_reasons(plan, {**start.reasons, **explain(problem, plan)})
+    why = explain(problem, plan) if end.remaining() > MIN_BUDGET else {}
+    plan = _with_reasons(plan, {**start.reasons, **why})
     flat = unpriced(params)
-    got = class_tiers(start.snapshot, problem, flat, plan, end)
-    if got is None:
+    got = None
+    # Building an LP walks the compiled problem again: not begun without
+    # about a compile's time left (at 50,000 hosts it would end past it).
+    room = max(MIN_BUDGET, BOUND_PER_COMPILE * start.compiled)
+    if end.remaining() > room:
+        got = class_tiers(start.snapshot, problem, flat, plan, end)
+    if got is None and end.remaining() > room:
         got = relaxed_tiers(start.snapshot, problem, flat, plan, end)
+    if got is None:
+        log.info("cpsat: no time left for the LP bound; the demand bounds the tiers")
+        got = demand_tiers(start.snapshot, plan, params.policy)
     tiers, total_bound = got
     return _solved(plan, "FEASIBLE", limit, tiers, total_bound)
+
+
+def _reserve(start: _Start) -> float:
+    """Seconds kept for the final settle's whole validation
+    (:func:`solve_cpsat`): VALIDATE_PER_COMPILE times this solve's compile,
+    which walks the same snapshot on the same machine under the same load."""
+    return VALIDATE_PER_COMPILE * start.compiled
 
 
 def _filled_around_victims(problem: Problem, warm: Plan) -> Plan:

@@ -88,6 +88,14 @@ per-term rounding; the exact shares decide acceptance."""
 
 MAX_COMBINATIONS = 16
 """Flavor combinations tried per pod-set group (several resource groups)."""
+EVICTION_STEP = 128
+"""Candidates the best-fit warm start frees at least, beyond what its quota
+needs, before it tries a workload's pods again (then twice as many, and so
+on): each freed candidate that was not needed is restored one by one, and
+freeing fewer lands the pods on a worse spot.  scale-10000 seeds 1-3,
+best-fit alone (CPU s; tier 1,000): freeing every candidate at once 4.6-5.5 s,
+26,385 / 26,227 / 25,798; 128: 2.4-2.8 s, the same tiers; 32: 2.0-2.3 s,
+26,377 / 26,187 / 25,798; 8: 1.9-2.3 s, 26,329 / 26,163 / 25,750."""
 
 # -- Wall-clock floors at the CP-SAT / HiGHS / thread boundaries.
 
@@ -138,6 +146,23 @@ they run side by side on disjoint parts."""
 MIN_ROUND_SECONDS = 0.3
 """No round starts with less time left: compiling and building a sub-problem
 takes about this much before its search."""
+WARM_SHARE = 0.8
+"""Beyond LARGE_CELLS, the share of the time limit (from the solve's start)
+after which the best-fit warm start tries no more evictions (highest
+priority first, so the top tier's come first).  At 50,000 hosts best-fit
+with every eviction took 27 s of CPU on the 2-core machine (71 s before
+the changes of search/warmstart.py and packing.py), and without evictions
+tier 1,000 has 105,286 GPUs against 131,670: the warm
+start's evictions are worth more than the partition rounds (which found
+nothing at 10,000 hosts), so they get the budget first."""
+VALIDATE_PER_COMPILE = 0.7
+"""Beyond LARGE_CELLS, seconds of the final validation reserved per second
+the compile took (measured on the 2-core machine, CPU seconds: validation /
+compile 0.9 / 1.5 at 10,000 hosts, 4.7 / 8.8 at 50,000; kept above both)."""
+BOUND_PER_COMPILE = 1.0
+"""Beyond LARGE_CELLS, the host-class LP is begun only with this many
+seconds per second of compile left (its model and arrays took 0.7 s of CPU
+at 10,000 hosts, 5.6 s at 50,000, besides HiGHS in its children)."""
 LARGE_BOUND_SHARE = 0.2
 """Of the time limit, what the partition search leaves to the host-class
 LP's per-tier bounds (~1.8 s at 10,000 hosts on the loaded 2-core machine)."""
