@@ -17,7 +17,6 @@ from placewise.solver.greedy.fair import FairSearch
 from placewise.solver.greedy.runs import RunMoves, TasCheck, TasMemo
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
-from placewise.solver.kueue.order import candidate_order
 from placewise.solver.kueue.preemption import (
     may_reclaim_while_borrowing,
     satisfying_policy,
@@ -56,6 +55,10 @@ class _Candidate:
     info: WlInfo
     lca: QuotaNode | None
     variant: Variant
+
+
+def _victim_order(c: _Candidate) -> tuple[int, float, str]:
+    return c.info.victim_order
 
 
 def borrow_forbidden(cq: ClusterQueue) -> bool:
@@ -173,10 +176,12 @@ class Preemptor:
         cq = self.snapshot.cluster_queues[wl.cq]
         same = self._same_queue(wl, cq, frs_need)
         hierarchy, priority = self._cohort_candidates(wl, cq, usage, frs_need)
-        order = candidate_order(wl.cq)
+        # Kueue's candidate order (``candidate_order``): within one list
+        # every candidate's queue is, or none is, the preemptor's, and the
+        # evicted ones are taken out first below in list order; so sorting
+        # each list by the rest of the key gives the same walk.
         lists = [
-            sorted(lst, key=lambda c: order(c.info))
-            for lst in (hierarchy, priority, same)
+            sorted(lst, key=_victim_order) for lst in (hierarchy, priority, same)
         ]
         candidates = [c for lst in lists for c in lst if c.info.evicted] + [
             c for lst in lists for c in lst if not c.info.evicted
