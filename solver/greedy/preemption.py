@@ -15,6 +15,7 @@ from enum import Enum
 from placewise.models.cluster import ClusterQueue
 from placewise.solver.greedy.fair import FairSearch
 from placewise.solver.greedy.runs import RunMoves, TasCheck, TasMemo
+from placewise.solver.greedy.slack import QuotaSlack
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.preemption import (
@@ -534,16 +535,21 @@ class Preemptor:
         memo = tas_fits if isinstance(tas_fits, TasMemo) else None
         pending: list[WlInfo] = []
         """Back in quota, their TAS rows not yet in the tables."""
+        slack: QuotaSlack | None = None
+        """Margins since the last quota fit (:mod:`.slack`)."""
         i = len(targets) - 2
         while i >= 0:
             info = targets[i].info
             # Quota first: when it alone refuses (the common case), the TAS
             # tables are never touched, instead of moved in and out again.
             self.state.add(info, tas_too=False)
-            if not self.fits(wl, usage, borrowing, None):
-                self.state.remove(info, tas_too=False)
-                i -= 1
-                continue
+            if slack is None or not slack.add(info):
+                if not self.fits(wl, usage, borrowing, None):
+                    self.state.remove(info, tas_too=False)
+                    slack = None
+                    i -= 1
+                    continue
+                slack = QuotaSlack(self.quota, wl, usage, borrowing)
             if memo is None:
                 if self._tas and info.tas:
                     self.state.tas.apply(self.state.prepared(info), 1)

@@ -174,7 +174,6 @@ class TasMemo:
         if not info.tas or self.value is not True:
             return
         for t in info.tas:
-            for d in t.assignment.domains:
-                if d.values and d.values[-1] in self.used:
-                    self.value = None
-                    return
+            if not self.used.isdisjoint(t.leaves()):
+                self.value = None
+                return
