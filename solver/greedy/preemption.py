@@ -181,9 +181,7 @@ class Preemptor:
         # every candidate's queue is, or none is, the preemptor's, and the
         # evicted ones are taken out first below in list order; so sorting
         # each list by the rest of the key gives the same walk.
-        lists = [
-            sorted(lst, key=_victim_order) for lst in (hierarchy, priority, same)
-        ]
+        lists = [sorted(lst, key=_victim_order) for lst in (hierarchy, priority, same)]
         candidates = [c for lst in lists for c in lst if c.info.evicted] + [
             c for lst in lists for c in lst if not c.info.evicted
         ]
