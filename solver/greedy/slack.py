@@ -44,16 +44,15 @@ class QuotaSlack:
 
     def add(self, info: WlInfo) -> bool:
         """Count ``info``'s usage as added; whether the fit is still certain."""
-        ok = True
         for fr in self.available:
             u = info.usage.get(fr, 0)
             if u > 0:  # the tree takes no other
                 self.available[fr] -= u
-                ok = ok and self.available[fr] >= 0
         if self.own and info.cq == self.cq:
             for fr in self.own:
                 u = info.usage.get(fr, 0)
                 if u > 0:
                     self.own[fr] -= u
-                    ok = ok and self.own[fr] >= 0
-        return ok
+        return all(v >= 0 for v in self.available.values()) and all(
+            v >= 0 for v in self.own.values()
+        )
