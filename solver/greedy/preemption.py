@@ -15,9 +15,9 @@ from enum import Enum
 from placewise.models.cluster import ClusterQueue
 from placewise.solver.greedy.fair import FairSearch
 from placewise.solver.greedy.runs import RunMoves, TasCheck, TasMemo
+from placewise.solver.greedy.slack import QuotaSlack
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
-from placewise.solver.kueue.order import candidate_order
 from placewise.solver.kueue.preemption import (
     may_reclaim_while_borrowing,
     satisfying_policy,
@@ -56,6 +56,10 @@ class _Candidate:
     info: WlInfo
     lca: QuotaNode | None
     variant: Variant
+
+
+def _victim_order(c: _Candidate) -> tuple[int, float, str]:
+    return c.info.victim_order
 
 
 def borrow_forbidden(cq: ClusterQueue) -> bool:
@@ -173,11 +177,11 @@ class Preemptor:
         cq = self.snapshot.cluster_queues[wl.cq]
         same = self._same_queue(wl, cq, frs_need)
         hierarchy, priority = self._cohort_candidates(wl, cq, usage, frs_need)
-        order = candidate_order(wl.cq)
-        lists = [
-            sorted(lst, key=lambda c: order(c.info))
-            for lst in (hierarchy, priority, same)
-        ]
+        # Kueue's candidate order (``candidate_order``): within one list
+        # every candidate's queue is, or none is, the preemptor's, and the
+        # evicted ones are taken out first below in list order; so sorting
+        # each list by the rest of the key gives the same walk.
+        lists = [sorted(lst, key=_victim_order) for lst in (hierarchy, priority, same)]
         candidates = [c for lst in lists for c in lst if c.info.evicted] + [
             c for lst in lists for c in lst if not c.info.evicted
         ]
@@ -529,16 +533,21 @@ class Preemptor:
         memo = tas_fits if isinstance(tas_fits, TasMemo) else None
         pending: list[WlInfo] = []
         """Back in quota, their TAS rows not yet in the tables."""
+        slack: QuotaSlack | None = None
+        """Margins since the last quota fit (:mod:`.slack`)."""
         i = len(targets) - 2
         while i >= 0:
             info = targets[i].info
             # Quota first: when it alone refuses (the common case), the TAS
             # tables are never touched, instead of moved in and out again.
             self.state.add(info, tas_too=False)
-            if not self.fits(wl, usage, borrowing, None):
-                self.state.remove(info, tas_too=False)
-                i -= 1
-                continue
+            if slack is None or not slack.add(info):
+                if not self.fits(wl, usage, borrowing, None):
+                    self.state.remove(info, tas_too=False)
+                    slack = None
+                    i -= 1
+                    continue
+                slack = QuotaSlack(self.quota, wl, usage, borrowing)
             if memo is None:
                 if self._tas and info.tas:
                     self.state.tas.apply(self.state.prepared(info), 1)

@@ -85,10 +85,10 @@ class RunMoves:
         self.state = state
         self.seq = seq
         grouped: dict[int, tuple[FlavorTree | None, list[int], list[Prepared]]] = {}
+        prepared = state.prepared_usage
         for i, info in enumerate(seq):
-            if not info.tas:
-                continue
-            for p in state.prepared(info):
+            for t in info.tas:
+                p = prepared(t)
                 if p.keys.size:
                     key = -1 if p.owner is None else id(p.owner)
                     group = grouped.get(key)
@@ -174,7 +174,6 @@ class TasMemo:
         if not info.tas or self.value is not True:
             return
         for t in info.tas:
-            for d in t.assignment.domains:
-                if d.values and d.values[-1] in self.used:
-                    self.value = None
-                    return
+            if not self.used.isdisjoint(t.leaves()):
+                self.value = None
+                return

@@ -42,11 +42,13 @@ class ClusterState:
         self.version = self._issued
 
     def prepared(self, info: WlInfo) -> list[Prepared]:
-        out = []
-        for t in info.tas:
-            p = t.prepared
-            out.append(self._prepared(t) if p is None else p)
-        return out
+        return [
+            self._prepared(t) if t.prepared is None else t.prepared for t in info.tas
+        ]
+
+    def prepared_usage(self, t: TasUsage) -> Prepared:
+        """One usage's table rows (prepared once, kept on the usage)."""
+        return self._prepared(t) if t.prepared is None else t.prepared
 
     def _prepared(self, t: TasUsage) -> Prepared:
         if t.prepared is None:

@@ -27,6 +27,17 @@ class TasUsage:
     prepared: Prepared | None = None
     """Cached table deltas: a running workload moves in and out of
     preemption simulations many times."""
+    leaf_values: frozenset[str] | None = None
+    """Cached last values of its domains (see :meth:`leaves`)."""
+
+    def leaves(self) -> frozenset[str]:
+        """The last value of each of its domains (hostnames, on hostname
+        topologies), kept: preemption searches ask again and again."""
+        if self.leaf_values is None:
+            self.leaf_values = frozenset(
+                d.values[-1] for d in self.assignment.domains if d.values
+            )
+        return self.leaf_values
 
 
 @dataclass(slots=True, eq=False)

@@ -51,6 +51,14 @@ def fill_counts(
     level and are summed above it.
     """
     depth = tree.depth
+    if (
+        leader is None
+        and params.slice_size == 1
+        and params.slice_level == depth - 1
+        and not params.inner_sizes
+        and tree.n_leaves
+    ):
+        return _plain_counts(tree, free, workers, mask)
     pc = free.fit(workers)
     if leader is not None:
         hosts = free.fit(leader) > 0
@@ -127,6 +135,24 @@ def fill_counts(
         out.pc[level], out.pcwl[level], out.lc[level] = p_pc, p_pcwl, p_lc
         out.sc[level], out.scwl[level] = p_sc, p_scwl
     return out
+
+
+def _plain_counts(
+    tree: FlavorTree, free: Free, workers: Demand, mask: BoolArray | None
+) -> Counts:
+    """:func:`fill_counts` for workers only, one pod per slice, no inner
+    layers: every slice and with-leader counter equals the pod counter (the
+    general walk would sum the same leaf counts twice per level)."""
+    pc = free.fit(workers)
+    if mask is not None:
+        pc = np.where(mask, pc, 0)
+    sums = [pc]
+    for level in range(tree.depth - 2, -1, -1):
+        sums.append(np.add.reduceat(sums[-1], tree.child_start[level][:-1]))
+    sums.reverse()
+    return Counts(
+        pc=sums, pcwl=list(sums), sc=list(sums), scwl=list(sums), lc=list(tree.zeros)
+    )
 
 
 def resource_exclusions(

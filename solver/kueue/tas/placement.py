@@ -68,6 +68,10 @@ def find_level(
         if tree.sizes[level] == 0:
             return f"no topology domains at level: {tree.levels[level]}"
         lc, sc, scwl = counts.lc[level], counts.sc[level], counts.scwl[level]
+        if leaders == 0 and not least_free and sc is scwl is counts.pcwl[level]:
+            tight = _tightest(sc, slices)
+            if tight is not None:
+                return level, Cands.gather(counts, level, np.array([tight]))
         keys: Keys = [(scwl, not least_free), (counts.pcwl[level], False)]
         if leaders > 0:
             # Without a leader every leader count is 0: that key (and the
@@ -102,6 +106,18 @@ def find_level(
             level -= 1
             continue
         return _spread(counts, level, params, fail)
+
+
+def _tightest(cnt: IntArray, slices: int) -> int | None:
+    """BestFit's domain when every counter of the level is ``cnt`` and no
+    leader is placed (the general walk below, in a few passes): the first
+    of the tightest domains that fit, the first of the largest if none
+    fits below the int32 ceiling; None when no domain fits."""
+    if int(cnt.max()) < slices:
+        return None
+    ok = (cnt >= slices) & (cnt < INT32_MAX)
+    pick = int(np.where(ok, cnt, INT32_MAX).argmin())
+    return pick if ok[pick] else int(cnt.argmax())
 
 
 def _spread(
