@@ -7,7 +7,7 @@ import logging
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, Literal
 
 from placewise.adapters.cli.common import Subparsers
 from placewise.adapters.generate import families
@@ -127,12 +127,11 @@ def build_config(args: argparse.Namespace) -> GeneratorConfig:
     return config.with_overrides(**changes) if changes else config
 
 
-def output_format(args: argparse.Namespace) -> str:
+def output_format(args: argparse.Namespace) -> Literal["yaml", "json"]:
     """``--format``, else what the output file's name says (the loader reads
     a ``.json`` file as JSON, so writing YAML there made a file it refused)."""
-    if args.format:
-        return str(args.format)
-    return "json" if str(args.output or "").endswith(".json") else "yaml"
+    named = args.format or ("json" if str(args.output or "").endswith(".json") else "")
+    return "json" if named == "json" else "yaml"
 
 
 def run(args: argparse.Namespace) -> int:
