@@ -184,8 +184,11 @@ def sub_problem(
     plan: Plan,
     running_hosts: dict[str, set[str]],
     whole: Problem,
+    evict: bool = False,
 ) -> SubProblem:
-    """The problem of ``hosts`` around ``plan`` (see the module docstring)."""
+    """The problem of ``hosts`` around ``plan`` (see the module docstring);
+    with ``evict``, the running work wholly on the part's hosts is the
+    model's to evict (its victims, where preemptible)."""
     snapshot = infos.snapshot
     unsupported = whole.data.unsupported
     spots = {a.workload: _hosts(part, a) for a in plan.admissions}
@@ -193,8 +196,14 @@ def sub_problem(
     hosts, movable = _settle_part(plan, spots, hosts, unsupported, running_hosts)
     inside = [a for a in plan.admissions if a.workload in movable]
     outside = [a for a in plan.admissions if a.workload not in movable]
-    # Running work holds its room and quota and is no victim (see above).
-    elsewhere = [w.key for w in snapshot.running if w.key not in evicted]
+    ours = (
+        {k for k, held in running_hosts.items() if held and held <= hosts} - evicted
+        if evict
+        else set()
+    )
+    elsewhere = [
+        w.key for w in snapshot.running if w.key not in evicted and w.key not in ours
+    ]
     fixed = {a.workload: infos.of_admission(a) for a in outside}
     fixed.update({k: infos.of_running(k) for k in elsewhere})
     removed = frozenset(elsewhere) | frozenset(evicted)
@@ -274,6 +283,8 @@ class PartitionSearch:
         self.infos = Infos(snapshot)
         self.rounds = 0
         self.improved = 0
+        self.evicting = 0
+        """Improving rounds that evicted running work of their part."""
         self._held = self._running_gpus()
         self._weights: tuple[Plan, list[int]] | None = None
 
@@ -340,28 +351,40 @@ class PartitionSearch:
         no round improves it).  A round starts only while the time left
         covers the last round's compile and build plus a search."""
         build = 0.0
+        evict = False
         while budget.remaining() > build + MIN_ROUND_SECONDS:
             began = budget.spent()
-            got = self.round(plan, self._pick(plan), budget)
+            got = self.round(plan, self._pick(plan), budget, evict)
             build = budget.spent() - began - (got[1] if got else 0.0)
             self.rounds += 1
-            if got is not None and got[0] is not None:
-                plan = got[0]
+            new = got[0] if got is not None else None
+            if new is not None:
+                plan = new
                 self.improved += 1
+                self.evicting += evict
+            # An evicting round follows a plain round that found nothing:
+            # its model is larger and rarely leaves the hint within a
+            # round, so plain rounds keep most of the time while they gain.
+            evict = not evict and new is None
         log.info(
-            "cpsat: partition search: %d rounds, %d improved",
+            "cpsat: partition search: %d rounds, %d improved (%d evicting)",
             self.rounds,
             self.improved,
+            self.evicting,
         )
         return plan
 
     def round(
-        self, plan: Plan, hosts: frozenset[str], budget: Budget
+        self, plan: Plan, hosts: frozenset[str], budget: Budget, evict: bool = False
     ) -> tuple[Plan | None, float] | None:
         """One round on ``hosts``: (the better plan or None, seconds
         searched); None when the incumbent is not a plan of the part's model
-        (nothing searched)."""
-        sub = sub_problem(self.infos, self.part, hosts, plan, self.running, self.whole)
+        (nothing searched).  With ``evict`` the part's running work may be
+        evicted (:func:`sub_problem`); the plan keeps the incumbent's
+        evictions and adds the round's."""
+        sub = sub_problem(
+            self.infos, self.part, hosts, plan, self.running, self.whole, evict
+        )
         model = CPModel(sub.problem, self.params)
         hint = model.hint(plan)
         if hint is None:
@@ -387,4 +410,7 @@ class PartitionSearch:
         if values is None or after is None or after <= before:
             return None, searched
         found = model.plan(values, self.reasons)
-        return found.model_copy(update={"preemptions": plan.preemptions}), searched
+        preemptions = tuple(
+            sorted((*plan.preemptions, *found.preemptions), key=lambda p: p.workload)
+        )
+        return found.model_copy(update={"preemptions": preemptions}), searched
