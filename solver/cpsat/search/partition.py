@@ -18,12 +18,15 @@ over the incumbent plan:
 
 So a part's quota rows are the cluster's quota less what the rest of the
 plan uses: quota stays coordinated across parts, and every plan of a part,
-merged with the fixed rest, is a plan of the whole snapshot.  A part
-repacks and admits; it preempts nothing (see :func:`_settle_part`).  Its
-model is searched stage by stage (:func:`.stages.run_stages`, the rack
-search inside it, CP-SAT on at most ``PARTITION_WORKERS``) with the incumbent as
-hint, so no round ends below it; a round whose stages end higher replaces
-the incumbent.
+merged with the fixed rest, is a plan of the whole snapshot.  A plain
+round repacks and admits; an *evicting* round (after plain rounds that
+found nothing, :meth:`PartitionSearch.run`) also makes the running work
+wholly on the part's hosts the model's victims, and its new evictions are
+settled before its plan is taken.  The incumbent's own evictions stay as
+they are (see :func:`_settle_part`).  Its model is searched stage by stage
+(:func:`.stages.run_stages`, the rack search inside it, CP-SAT on at most
+``PARTITION_WORKERS``) with the incumbent as hint, so no round ends below
+it; a round whose stages end higher replaces the incumbent.
 """
 
 from __future__ import annotations
@@ -230,13 +233,10 @@ def _settle_part(
 ) -> tuple[frozenset[str], set[str]]:
     """(the part's hosts, the admissions it decides again).
 
-    The part preempts nothing and keeps the incumbent's preemptions as they
-    are: their preemptors stay fixed and the victims' room leaves the part
-    (it is its preemptor's).  The model's victims are credited to
-    preemptors by rows that do not carry every rule of Kueue's (the settling
-    of :mod:`placewise.solver.settle` restores what they miss, and withdrew
-    most of what a part's evictions gained); repacking and admitting into
-    free room never needs it."""
+    The part keeps the incumbent's preemptions as they are: their
+    preemptors stay fixed and the victims' room leaves the part (it is its
+    preemptor's), so a round never re-decides an eviction another round
+    settled; only an evicting round's own victims are new."""
     preemptors = {p.preemptor for p in plan.preemptions}
     drop = {n for p in plan.preemptions for n in running_hosts.get(p.workload, ())}
     hosts = hosts - drop
