@@ -8,6 +8,8 @@ everything outside a part as the incumbent has it."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 import placewise.solver.cpsat.solve as solve_module
@@ -100,6 +102,46 @@ def test_a_part_keeps_the_incumbents_preemptions_and_the_rest_of_the_plan(
         assert validate(found.snapshot, new) == []
         plan = new
     assert improved >= 1
+
+
+def test_an_evicting_round_admits_work_on_room_it_frees_and_the_plan_validates(
+    search: tuple[PartitionSearch, Plan],
+) -> None:
+    """With the part's running work as victims, some part of three racks
+    evicts it to admit work the incumbent leaves waiting; the round's plan
+    keeps the incumbent's evictions, validates, and needs no settling.
+    (One rack alone frees no room a waiting gang can use: parts of three
+    are the rounds' size here.)"""
+    found, plan = search
+    before = {p.workload for p in plan.preemptions}
+    waiting = {w.key for w in found.snapshot.admissible()} - {
+        a.workload for a in plan.admissions
+    }
+    for blocks in itertools.combinations(found.part.blocks, 3):
+        hosts = frozenset().union(*(found.part.nodes[b] for b in blocks))
+        sub = sub_problem(
+            found.infos, found.part, hosts, plan, found.running, found.whole, True
+        )
+        ours = {v.info.key for v in sub.problem.data.victims}
+        assert ours <= {k for k, held in found.running.items() if held <= sub.hosts}
+        got = found.round(plan, hosts, Budget.of(2.0), evict=True)
+        new = got[0] if got is not None else None
+        if new is None:
+            continue
+        evicted = {p.workload for p in new.preemptions}
+        assert evicted >= before
+        if not evicted - before:
+            continue
+        assert evicted - before <= ours
+        admitted = {a.workload for a in new.admissions} & waiting
+        assert admitted
+        assert validate(found.snapshot, new) == []
+        assert settle_preemptions(found.snapshot, new) == new
+        assert primary_vector(found.snapshot, new) > primary_vector(
+            found.snapshot, plan
+        )
+        return
+    pytest.fail("no part of three racks evicted its running work to admit")
 
 
 def test_the_large_path_improves_on_the_warm_start(
