@@ -26,10 +26,11 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.timing import aware
 from placewise.models.workload import Workload
 from placewise.solver.cpsat.model.afs import afs_terms
+from placewise.solver.cpsat.model.attribution import attribute
 from placewise.solver.cpsat.model.constraints import Constraints
 from placewise.solver.cpsat.model.fairness import largest_share
 from placewise.solver.cpsat.model.variables import Derive, Variables
-from placewise.solver.lost_work import lost_work, victim_units
+from placewise.solver.lost_work import lost_work, price_units, victim_units
 from placewise.solver.policy import (
     Policy,
     accelerators,
@@ -80,7 +81,9 @@ class Stage:
     other_lo: int = 0
     costs: dict[str, int] = field(default_factory=dict)
     """Victim key -> its lost work in ``terms``'s units (1/weight GPU),
-    subtracted when it is preempted (:mod:`placewise.solver.lost_work`)."""
+    subtracted when it is preempted (:mod:`placewise.solver.lost_work`):
+    victims of this tier, and lower-tier victims when the eviction is
+    charged to this tier (:mod:`.attribution`)."""
     gpus_hi: int = 0
     """The most GPUs (delta) any plan adds: every pending pod, no victim."""
     unpriced: Terms = field(default_factory=list)
@@ -112,6 +115,12 @@ class Objective:
         self.largest_share: cp_model.IntVar | None = None
         """With fair sharing on: the largest weighted share (see .fairness)."""
         self.lost = lost_work(data.snapshot, policy)
+        self.cross = (
+            attribute(model, data, v, c, self.lost, policy)
+            if policy.objective == "tiers"
+            else {}
+        )
+        """Tier -> lower-tier victims its stage may be charged for."""
 
     def build(self, relaxed: bool = False) -> list[Stage]:
         """The stages; a ``relaxed`` model (bounds only) has no tie-breaks."""
@@ -199,6 +208,15 @@ class Objective:
                 continue
             terms.append((-units, x))
             costs[vd.info.key] = units
+        if tier is not None:
+            price = self.policy.cross_tier_price
+            for att in self.cross.get(tier, []):
+                units = min(
+                    price_units(att.gpu_seconds, weight, self.policy, price), cap
+                )
+                if units > 0:
+                    terms.append((-units, att.charged))
+                    costs[att.key] = units
         return terms, -sum(costs.values()), costs
 
     def _demand(self, tier: int | None) -> tuple[Criterion, Criterion]:
@@ -378,10 +396,18 @@ def priced_vector(
 ) -> list[int]:
     """The GPU stages' values for ``plan`` as the model ranks them (up to a
     constant per stage): per tier GPUs x weight + other demand, less the
-    price of the victims it preempts.  With nothing priced this orders
-    plans as :func:`placewise.solver.policy.primary_vector` does."""
+    price of the victims it preempts: its own tier's, and a lower tier's
+    where the plan credits a preemptor of this tier (the model charges the
+    lowest tier that could have evicted it; a plan names one).  With
+    nothing priced this orders plans as
+    :func:`placewise.solver.policy.primary_vector` does."""
     figs = {f.priority: f for f in tier_figures(snapshot, plan, pol)}
-    evicted = {p.workload for p in plan.preemptions}
+    charged: dict[str, int | None] = {}
+    for p in plan.preemptions:
+        victim = snapshot.workloads[p.workload].priority
+        pre = snapshot.workloads.get(p.preemptor)
+        gain = pre.priority if pre is not None else None
+        charged[p.workload] = gain if gain is not None and gain > victim else None
     out: list[int] = []
     for st in stages:
         if not st.gpus:
@@ -391,5 +417,12 @@ def priced_vector(
         else:
             f = figs.get(st.tier)
             value = 0 if f is None else st.weight * f.gpus + f.other
-        out.append(value - sum(u for k, u in st.costs.items() if k in evicted))
+        paid = 0
+        for k, u in st.costs.items():
+            if k not in charged:
+                continue
+            own = st.tier is None or snapshot.workloads[k].priority == st.tier
+            if own or charged[k] == st.tier:
+                paid += u
+        out.append(value - paid)
     return out
