@@ -88,6 +88,12 @@ class Stage:
     """The most GPUs (delta) any plan adds: every pending pod, no victim."""
     unpriced: Terms = field(default_factory=list)
     """``terms`` without the victims' price: what bounds GPUs when priced."""
+    cross: dict[str, tuple[frozenset[str], frozenset[str]]] = field(
+        default_factory=dict
+    )
+    """Lower-tier victim key -> (this tier's workloads that may evict it,
+    those of the tiers between): who takes the charge in a plan
+    (:mod:`.attribution`)."""
 
     def value(self, values: dict[int, int]) -> int:
         return sum(c * values[x.index] for c, x in self.terms)
@@ -187,6 +193,7 @@ class Objective:
             costs,
             gpus.hi,
             terms,
+            {a.key: (a.members, a.between) for a in self.cross.get(tier, [])},
         )
 
     def _priced(
@@ -397,17 +404,13 @@ def priced_vector(
     """The GPU stages' values for ``plan`` as the model ranks them (up to a
     constant per stage): per tier GPUs x weight + other demand, less the
     price of the victims it preempts: its own tier's, and a lower tier's
-    where the plan credits a preemptor of this tier (the model charges the
-    lowest tier that could have evicted it; a plan names one).  With
-    nothing priced this orders plans as
+    where the model's attribution charges this tier -- the plan admits one
+    of this tier's workloads that may evict it and none of a tier between
+    (:mod:`.attribution`).  With nothing priced this orders plans as
     :func:`placewise.solver.policy.primary_vector` does."""
     figs = {f.priority: f for f in tier_figures(snapshot, plan, pol)}
-    charged: dict[str, int | None] = {}
-    for p in plan.preemptions:
-        victim = snapshot.workloads[p.workload].priority
-        pre = snapshot.workloads.get(p.preemptor)
-        gain = pre.priority if pre is not None else None
-        charged[p.workload] = gain if gain is not None and gain > victim else None
+    evicted = {p.workload for p in plan.preemptions}
+    admitted = {a.workload for a in plan.admissions}
     out: list[int] = []
     for st in stages:
         if not st.gpus:
@@ -419,10 +422,13 @@ def priced_vector(
             value = 0 if f is None else st.weight * f.gpus + f.other
         paid = 0
         for k, u in st.costs.items():
-            if k not in charged:
+            if k not in evicted:
                 continue
-            own = st.tier is None or snapshot.workloads[k].priority == st.tier
-            if own or charged[k] == st.tier:
+            if k not in st.cross:
+                paid += u  # a victim of this tier (or the one GPU stage)
+                continue
+            members, between = st.cross[k]
+            if admitted & members and not admitted & between:
                 paid += u
         out.append(value - paid)
     return out
