@@ -11,31 +11,31 @@ oblige it to, and not preempting is always allowed, so pricing such an
 eviction in the gaining tier stays inside Kueue's rules.
 
 Which tier gains is not a variable of the model: a victim needs *some*
-admitted preemptor its queue policy allows (the preemption links of
-:mod:`placewise.solver.cpsat.model.constraints`), and several tiers may
-hold one.  So each victim gets an attribution ``Y[v, t]`` per higher tier
-``t`` it is linked to, allowed only while the plan admits a workload of
-tier ``t`` that may evict it (a member of one of its preemption links),
-and the eviction must be attributed to one of them -- or go free (priced
-in the victim's own stage alone, as before) when the plan admits *no*
-such higher workload and a link of its own tier or lower holds.  (Admitted
-members, not the links themselves: a link's indicator is only held from
-above, so the model could switch a higher one off to go free.)  Tier ``t``'s stage pays
-``cross_tier_price`` GPUs of tier ``t`` per GPU-hour the victim loses for
-each ``Y[v, t]`` set.  The stages run top-down, so an eviction is charged
-to the lowest higher tier that could have made it: a tier pays only for
-evictions no lower one accounts for, and a tier's hold never forbids a
-lower tier's own evictions (it would if the price sat in every higher
-stage).  A same-tier link does not excuse a higher tier: the replays
-showed the model admitting a same-tier job beside a 128-GPU eviction
-that served a higher one, which would make the price moot.  The cost:
-in a solve that admits a higher workload able to evict a victim, evicting
-it for its own tier is charged to the higher tier too.
+admitted preemptor its queue policy allows, and the room it frees may serve
+its own queue, its preemptor's or a queue entitled to evict it (the
+validator's ``preemption.room-elsewhere``) -- possibly a higher tier's
+workload that is no member of the victim's own preemption links.  The
+replays showed both loopholes of a finer attribution: charged to the tier
+of a link that holds, the model admitted a same-tier job beside a 128-GPU
+eviction that served a higher tier, or evicted "for" a priority-100
+reclaim while the room went to a priority-10000 gang (multi-team seed 1,
+seven evictions in one solve).  So the rule is coarse and safe: each victim
+gets an attribution ``Y[v, t]`` per higher tier ``t`` that has pending
+work, allowed only when the plan admits some work of tier ``t``; the
+eviction is attributed to one of them, or goes free (priced in the
+victim's own stage alone, as before) only when the plan admits *no*
+higher-tier work and a preemption link of its own tier or lower holds.
+Tier ``t``'s stage pays ``cross_tier_price`` GPUs of tier ``t`` per
+GPU-hour the victim loses for its ``Y[v, t]``.  The stages run top-down,
+so an eviction is charged to the lowest higher tier the plan admits work
+of: a tier's hold never forbids a lower tier's own evictions in a solve
+where the tiers above admit nothing.  The cost: in a solve that admits
+higher work, a lower tier's own eviction is charged to it too, and waits
+(not preempting is always allowed) unless the higher tier's gain pays.
 
 A plan names one preemptor per victim, not the model's attribution, so
 :func:`placewise.solver.cpsat.model.objective.priced_vector` applies the
-same rule to a plan from its admissions: charged to the lowest higher
-tier one of whose linked workloads the plan admits (``members``).
+same rule to a plan from its admissions (``members``, ``between``).
 
 Only plain linear rows (the hint checks a plan row by row), and every
 plan the model had before keeps a completion (:func:`_attributed`).
@@ -65,10 +65,9 @@ class Attributed:
     charged: cp_model.IntVar
     """1 when the eviction is attributed to this tier."""
     members: frozenset[str]
-    """Workloads of this tier that may evict it (its links' members)."""
+    """This tier's pending workloads: one admitted takes the charge."""
     between: frozenset[str]
-    """Those of the higher tiers below this one: any of them admitted
-    takes the charge first."""
+    """Those of the higher tiers below this one, which take it first."""
 
 
 def attribute(
@@ -85,64 +84,49 @@ def attribute(
     out: dict[int, list[Attributed]] = defaultdict(list)
     if pol.cross_tier_price <= 0 or not lost.gpu_seconds:
         return out
-    admitted: dict[tuple[int, ...], cp_model.IntVar] = {}
-
-    def any_admitted(members: tuple[int, ...]) -> cp_model.IntVar:
-        """1 when a member is admitted (held from below; one per class)."""
-        if members not in admitted:
-            m = model.new_bool_var(f"M{len(admitted)}")
-            admits = [v.workloads[w].admit for w in members]
-            for a in admits:
-                model.add(m >= a)
-            v.derive(m, _any(admits))
-            admitted[members] = m
-        return admitted[members]
-
+    tiers: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+    keys: dict[int, set[str]] = defaultdict(set)
+    for wd in data.workloads:
+        tiers[wd.info.priority].append(v.workloads[wd.idx].admit)
+        keys[wd.info.priority].add(wd.key)
+    members = {t: frozenset(ks) for t, ks in keys.items()}
+    admits: dict[int, cp_model.IntVar] = {}
+    for tier in sorted(tiers):
+        h = model.new_bool_var(f"H{tier}")
+        for a in tiers[tier]:
+            model.add(h >= a)
+        v.derive(h, _any(tiers[tier]))
+        admits[tier] = h
     for vd, x in zip(data.victims, v.victims, strict=True):
         gpu_seconds = lost.gpu_seconds.get(vd.info.key, 0)
-        if gpu_seconds <= 0:
+        higher = [t for t in sorted(admits) if t > vd.info.priority]
+        if gpu_seconds <= 0 or not higher:
             continue
-        own: list[cp_model.IntVar] = []
-        higher: dict[int, list[cp_model.IntVar]] = defaultdict(list)
-        keys: dict[int, set[str]] = defaultdict(set)
-        for pair in data.pairs.get(vd.idx, []):
-            if not pair.members:
-                continue
-            tier = data.workloads[pair.members[0]].info.priority
-            if tier > vd.info.priority:
-                higher[tier].append(any_admitted(pair.members))
-                keys[tier].update(data.workloads[m].key for m in pair.members)
-            else:
-                own.append(c._link(pair, vd.info.cq))
-        if not higher:
-            continue  # only its own tier or lower may evict it: priced there
-        every = sorted({a for ms in higher.values() for a in ms}, key=_index)
         charged: list[cp_model.IntVar] = []
         below: list[cp_model.IntVar] = []
-        between: set[str] = set()
-        for tier in sorted(higher):
-            ms = sorted(set(higher[tier]), key=_index)
+        between: frozenset[str] = frozenset()
+        for tier in higher:
             y = model.new_bool_var(f"Y{vd.idx}_{tier}")
-            model.add(y <= sum(ms))
-            v.derive(y, _attributed(x, below, ms))
+            model.add(y <= admits[tier])
+            v.derive(y, _attributed(x, list(below), admits[tier]))
             charged.append(y)
             out[tier].append(
-                Attributed(
-                    vd.info.key,
-                    gpu_seconds,
-                    y,
-                    frozenset(keys[tier]),
-                    frozenset(between),
-                )
+                Attributed(vd.info.key, gpu_seconds, y, members[tier], between)
             )
-            below = below + ms
-            between |= keys[tier]
+            below.append(admits[tier])
+            between = between | members[tier]
+        own = [
+            c._link(pair, vd.info.cq)
+            for pair in data.pairs.get(vd.idx, [])
+            if pair.members
+            and data.workloads[pair.members[0]].info.priority <= vd.info.priority
+        ]
         if own:
             free = model.new_bool_var(f"Y{vd.idx}_own")
             model.add(free <= sum(own))
-            for a in every:
-                model.add(free + a <= 1)
-            v.derive(free, _free(x, own, every))
+            for tier in higher:
+                model.add(free + admits[tier] <= 1)
+            v.derive(free, _free(x, own, [admits[t] for t in higher]))
             charged.append(free)
         model.add(x <= sum(charged))
     return out
@@ -157,15 +141,14 @@ def _any(xs: list[cp_model.IntVar]) -> Derive:
 
 
 def _attributed(
-    x: cp_model.IntVar, below: list[cp_model.IntVar], links: list[cp_model.IntVar]
+    x: cp_model.IntVar, below: list[cp_model.IntVar], admits: cp_model.IntVar
 ) -> Derive:
-    """A plan's attribution: to the lowest higher tier that admits a
-    workload which may evict it."""
+    """A plan's attribution: to the lowest higher tier that admits work."""
 
     def value(val: dict[int, int]) -> int:
         if not val[x.index] or any(val[a.index] for a in below):
             return 0
-        return int(any(val[a.index] for a in links))
+        return val[admits.index]
 
     return value
 
@@ -173,8 +156,8 @@ def _attributed(
 def _free(
     x: cp_model.IntVar, own: list[cp_model.IntVar], higher: list[cp_model.IntVar]
 ) -> Derive:
-    """Free when evicted, no higher tier admits one that may evict it, and
-    a link of its own tier or lower holds."""
+    """Free when evicted, no higher tier admits work, and a link of its own
+    tier or lower holds."""
 
     def value(val: dict[int, int]) -> int:
         if not val[x.index] or any(val[a.index] for a in higher):
