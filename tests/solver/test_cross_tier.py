@@ -18,6 +18,7 @@ import yaml
 
 from placewise.solver.cpsat import CpSatParams
 from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.cpsat.model.objective import priced_vector
 from placewise.solver.policy import Policy
 from placewise.solver.problem.compile import compile_problem
 from placewise.solver.solve import SolveParams, solve
@@ -71,6 +72,25 @@ def test_kueues_plan_stays_a_plan_of_the_model() -> None:
     # 10 GPUs of price, capped just above the tier's whole range (9 GPUs)
     assert tier.tier == 1000 and tier.costs == {"default/borrower": 9 * tier.weight}
     assert tier.value(values) < 0  # +8 GPUs, -9 of price
+
+
+def test_the_acceptance_test_prices_a_plan_as_the_model_does() -> None:
+    """``priced_vector`` (a searched plan against the warm start) charges
+    the eviction to the tier that admits work, as the model's attribution
+    does: the two rank Kueue's plan against doing nothing alike."""
+    snap = instance(timedelta(hours=5), priority=1000)
+    pol = Policy()
+    model = CPModel(compile_problem(snap), CpSatParams(policy=pol))
+    greedy = solve(snap, SolveParams(solver="greedy"))
+    idle = greedy.model_copy(update={"admissions": (), "preemptions": ()})
+    got, none = model.hint(greedy), model.hint(idle)
+    assert got is not None and none is not None
+    stages = [st for st in model.stages if st.gpus]
+    by_model = [st.value(got) - st.value(none) for st in stages]
+    mine = priced_vector(snap, greedy, stages, pol)
+    base = priced_vector(snap, idle, stages, pol)
+    assert by_model == [a - b for a, b in zip(mine, base, strict=True)]
+    assert by_model[0] < 0  # tier 1000: +8 GPUs, -9 of price
 
 
 @pytest.mark.parametrize(
