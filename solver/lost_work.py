@@ -9,6 +9,9 @@ preemption pays only where the GPUs it adds to that tier outweigh it.
 Tiers above stay lexicographically first, so a higher tier may still
 preempt whatever Kueue's rules allow; not preempting is always allowed.
 
+A victim evicted for a *higher* tier is priced in that tier too, at
+``cross_tier_price`` (:mod:`placewise.solver.cpsat.model.attribution`).
+
 Where a victim's start is unknown it is assumed to have run the median of
 the known elapsed times (no better guess in the snapshot); with no time
 known at all nothing is priced, so an instance without times solves as
@@ -82,12 +85,16 @@ def lost_work(snapshot: Snapshot, pol: Policy) -> LostWork:
     return LostWork(lost, finishing, assumed, bool(known), held if known else {})
 
 
-def price_units(gpu_seconds: int, per_gpu: int, pol: Policy) -> int:
+def price_units(
+    gpu_seconds: int, per_gpu: int, pol: Policy, price: float | None = None
+) -> int:
     """The lost work in units of ``1 / per_gpu`` GPU, rounded up:
-    ``price x GPU-hours``.  Exact (the price as a fraction), so a plan is
-    priced the same wherever it is compared."""
-    price = Fraction(pol.preemption_price).limit_denominator(10**6)
-    return -((-per_gpu * price * gpu_seconds) // HOUR)
+    ``price x GPU-hours``, at ``pol.preemption_price`` unless ``price`` is
+    given (the cross-tier price).  Exact (the price as a fraction), so a
+    plan is priced the same wherever it is compared."""
+    rate = pol.preemption_price if price is None else price
+    exact = Fraction(rate).limit_denominator(10**6)
+    return -((-per_gpu * exact * gpu_seconds) // HOUR)
 
 
 def victim_units(lw: LostWork, key: str, per_gpu: int, pol: Policy) -> int:

@@ -5,7 +5,8 @@ accelerators ("GPUs") running after the plan, with other demand (CPU,
 memory, ... in thousandths of the cluster's capacity, at least one unit per
 pod) breaking ties inside a tier, and a victim priced inside its own tier
 by the work it throws away plus the reversal of a decision acted on
-(:mod:`placewise.solver.lost_work`); then fewer
+(:mod:`placewise.solver.lost_work`), and in the higher tier that evicts
+it at ``cross_tier_price``; then fewer
 and cheaper preemptions, fewer preferred-level domains, fewer empty hosts
 opened and less borrowing.  The
 ``gpus`` objective folds the tiers into one GPU count so a plan can be held
@@ -64,6 +65,16 @@ class Policy:
     GPUs gained must run an hour to repay the loss.  0: preemption costs
     only the tie-break (the objective before issue 19).  Kueue does not
     price; the greedy ignores it."""
+    cross_tier_price: float = 0.5
+    """GPUs of the *gaining* tier a preemption of lower-priority work must
+    add per GPU-hour that work throws away
+    (:mod:`placewise.solver.cpsat.model.attribution`): at 0.5 a higher tier
+    evicts 64 GPU-hours of lower work only to run at least 32 more of its
+    own GPUs, and of two victim sets that admit the same, takes the one that
+    loses less, whatever their tiers.  0: a higher tier preempts for any
+    gain, and lower tiers first (the objective before this knob).  Needs a
+    non-zero ``preemption_price`` (and a clock), as all pricing does; the
+    greedy (Kueue) ignores it."""
     finish_window_minutes: int = 5
     """A running workload known to end within this many minutes (Kueue's
     maximum execution time, or its expected duration) is left to finish:
@@ -148,6 +159,13 @@ class Policy:
             raise ValueError(f"{at}reversal_gpus must be in [0, {MAX_PRICE}]")
         if "reversal_gpus" in values:
             values["reversal_gpus"] = float(rev)
+        cross = values.get("cross_tier_price", 0.5)
+        if isinstance(cross, bool) or not isinstance(cross, int | float):
+            raise ValueError(f"{at}cross_tier_price must be a number")
+        if not 0 <= cross <= MAX_PRICE:
+            raise ValueError(f"{at}cross_tier_price must be in [0, {MAX_PRICE}]")
+        if "cross_tier_price" in values:
+            values["cross_tier_price"] = float(cross)
         window = values.get("finish_window_minutes", 0)
         if isinstance(window, bool) or not isinstance(window, int):
             raise ValueError(f"{at}finish_window_minutes must be an integer")

@@ -26,10 +26,11 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.timing import aware
 from placewise.models.workload import Workload
 from placewise.solver.cpsat.model.afs import afs_terms
+from placewise.solver.cpsat.model.attribution import attribute
 from placewise.solver.cpsat.model.constraints import Constraints
 from placewise.solver.cpsat.model.fairness import largest_share
 from placewise.solver.cpsat.model.variables import Derive, Variables
-from placewise.solver.lost_work import lost_work, victim_units
+from placewise.solver.lost_work import lost_work, price_units, victim_units
 from placewise.solver.policy import (
     Policy,
     accelerators,
@@ -80,11 +81,19 @@ class Stage:
     other_lo: int = 0
     costs: dict[str, int] = field(default_factory=dict)
     """Victim key -> its lost work in ``terms``'s units (1/weight GPU),
-    subtracted when it is preempted (:mod:`placewise.solver.lost_work`)."""
+    subtracted when it is preempted (:mod:`placewise.solver.lost_work`):
+    victims of this tier, and lower-tier victims when the eviction is
+    charged to this tier (:mod:`.attribution`)."""
     gpus_hi: int = 0
     """The most GPUs (delta) any plan adds: every pending pod, no victim."""
     unpriced: Terms = field(default_factory=list)
     """``terms`` without the victims' price: what bounds GPUs when priced."""
+    cross: dict[str, tuple[frozenset[str], frozenset[str]]] = field(
+        default_factory=dict
+    )
+    """Lower-tier victim key -> (this tier's workloads that may evict it,
+    those of the tiers between): who takes the charge in a plan
+    (:mod:`.attribution`)."""
 
     def value(self, values: dict[int, int]) -> int:
         return sum(c * values[x.index] for c, x in self.terms)
@@ -112,6 +121,12 @@ class Objective:
         self.largest_share: cp_model.IntVar | None = None
         """With fair sharing on: the largest weighted share (see .fairness)."""
         self.lost = lost_work(data.snapshot, policy)
+        self.cross = (
+            attribute(model, data, v, c, self.lost, policy)
+            if policy.objective == "tiers"
+            else {}
+        )
+        """Tier -> lower-tier victims its stage may be charged for."""
 
     def build(self, relaxed: bool = False) -> list[Stage]:
         """The stages; a ``relaxed`` model (bounds only) has no tie-breaks."""
@@ -178,6 +193,7 @@ class Objective:
             costs,
             gpus.hi,
             terms,
+            {a.key: (a.members, a.between) for a in self.cross.get(tier, [])},
         )
 
     def _priced(
@@ -199,6 +215,15 @@ class Objective:
                 continue
             terms.append((-units, x))
             costs[vd.info.key] = units
+        if tier is not None:
+            price = self.policy.cross_tier_price
+            for att in self.cross.get(tier, []):
+                units = min(
+                    price_units(att.gpu_seconds, weight, self.policy, price), cap
+                )
+                if units > 0:
+                    terms.append((-units, att.charged))
+                    costs[att.key] = units
         return terms, -sum(costs.values()), costs
 
     def _demand(self, tier: int | None) -> tuple[Criterion, Criterion]:
@@ -378,10 +403,14 @@ def priced_vector(
 ) -> list[int]:
     """The GPU stages' values for ``plan`` as the model ranks them (up to a
     constant per stage): per tier GPUs x weight + other demand, less the
-    price of the victims it preempts.  With nothing priced this orders
-    plans as :func:`placewise.solver.policy.primary_vector` does."""
+    price of the victims it preempts: its own tier's, and a lower tier's
+    where the model's attribution charges this tier -- the plan admits one
+    of this tier's workloads that may evict it and none of a tier between
+    (:mod:`.attribution`).  With nothing priced this orders plans as
+    :func:`placewise.solver.policy.primary_vector` does."""
     figs = {f.priority: f for f in tier_figures(snapshot, plan, pol)}
     evicted = {p.workload for p in plan.preemptions}
+    admitted = {a.workload for a in plan.admissions}
     out: list[int] = []
     for st in stages:
         if not st.gpus:
@@ -391,5 +420,15 @@ def priced_vector(
         else:
             f = figs.get(st.tier)
             value = 0 if f is None else st.weight * f.gpus + f.other
-        out.append(value - sum(u for k, u in st.costs.items() if k in evicted))
+        paid = 0
+        for k, u in st.costs.items():
+            if k not in evicted:
+                continue
+            if k not in st.cross:
+                paid += u  # a victim of this tier (or the one GPU stage)
+                continue
+            members, between = st.cross[k]
+            if admitted & members and not admitted & between:
+                paid += u
+        out.append(value - paid)
     return out
