@@ -65,15 +65,19 @@ class Policy:
     GPUs gained must run an hour to repay the loss.  0: preemption costs
     only the tie-break (the objective before issue 19).  Kueue does not
     price; the greedy ignores it."""
-    cross_tier_price: float = 0.5
+    cross_tier_price: float = 0.0
     """GPUs of the *gaining* tier a preemption of lower-priority work must
     add per GPU-hour that work throws away
     (:mod:`placewise.solver.cpsat.model.attribution`): at 0.5 a higher tier
     evicts 64 GPU-hours of lower work only to run at least 32 more of its
     own GPUs, and of two victim sets that admit the same, takes the one that
     loses less, whatever their tiers.  0: a higher tier preempts for any
-    gain, and lower tiers first (the objective before this knob).  Needs a
-    non-zero ``preemption_price`` (and a clock), as all pricing does; the
+    gain, and lower tiers first (the objective before this knob).  Off by
+    default: at 0.5 the replays wasted less work than Kueue on 8 of 11 runs
+    (3 before) but waited longer (median mean delay -0.7 % against Kueue,
+    +1.8 % without it), and a plan may then run fewer GPUs of a higher tier
+    than Kueue's; a sweep should pick the value (benchmarks/README).  Needs
+    a non-zero ``preemption_price`` (and a clock), as all pricing does; the
     greedy (Kueue) ignores it."""
     finish_window_minutes: int = 5
     """A running workload known to end within this many minutes (Kueue's
@@ -159,7 +163,7 @@ class Policy:
             raise ValueError(f"{at}reversal_gpus must be in [0, {MAX_PRICE}]")
         if "reversal_gpus" in values:
             values["reversal_gpus"] = float(rev)
-        cross = values.get("cross_tier_price", 0.5)
+        cross = values.get("cross_tier_price", 0.0)
         if isinstance(cross, bool) or not isinstance(cross, int | float):
             raise ValueError(f"{at}cross_tier_price must be a number")
         if not 0 <= cross <= MAX_PRICE:

@@ -6,7 +6,8 @@ priority 100) runs in queue ``b`` on quota that queue ``a`` reclaims for
 to tier 1000 and throws away 4 GPUs x the borrower's run: at the default
 ``cross_tier_price`` 0.5 that costs 2 GPUs of tier 1000 per hour run, so
 the reclaim pays up to a 4-hour run and not beyond.  Kueue (the greedy)
-reclaims whatever the time.  Every plan is validated.
+reclaims whatever the time.  Every plan is validated.  The knob is off by
+default (see :class:`Policy`), so these tests set it.
 """
 
 from __future__ import annotations
@@ -24,12 +25,23 @@ from placewise.solver.problem.compile import compile_problem
 from placewise.solver.solve import SolveParams, solve
 from tests.solver.test_lost_work import admitted, cpsat, instance, preempted
 
+PRICED = Policy(cross_tier_price=0.5)
+
+
+def test_the_knob_is_off_by_default() -> None:
+    """Kueue's tiers stand unless the policy asks: the higher tier reclaims
+    whatever the victim loses, as the greedy does."""
+    assert Policy().cross_tier_price == 0
+    assert preempted(cpsat(instance(timedelta(hours=5), priority=1000))) == [
+        "default/borrower"
+    ]
+
 
 def test_a_higher_tier_does_not_throw_away_a_long_run_for_a_small_gain() -> None:
     """5 h x 4 GPUs = 20 GPU-hours lost costs 10 GPUs of tier 1000: more
     than the 8 the reclaim adds.  Not preempting is inside Kueue's rules."""
     snap = instance(timedelta(hours=5), priority=1000)
-    plan = cpsat(snap)
+    plan = cpsat(snap, PRICED)
     assert preempted(plan) == [] and admitted(plan) == []
     greedy = solve(snap, SolveParams(solver="greedy"))
     assert preempted(greedy) == ["default/borrower"]  # Kueue always reclaims
@@ -38,7 +50,7 @@ def test_a_higher_tier_does_not_throw_away_a_long_run_for_a_small_gain() -> None
 @pytest.mark.parametrize("hours", [1, 3])
 def test_a_higher_tier_preempts_where_its_gain_pays(hours: int) -> None:
     """1 h and 3 h cost 2 and 6 GPUs of tier 1000: the 8 GPUs pay."""
-    plan = cpsat(instance(timedelta(hours=hours), priority=1000))
+    plan = cpsat(instance(timedelta(hours=hours), priority=1000), PRICED)
     assert preempted(plan) == ["default/borrower"]
     assert admitted(plan) == ["default/big"]
 
@@ -64,7 +76,7 @@ def test_kueues_plan_stays_a_plan_of_the_model() -> None:
     """The attribution variables complete every plan the model had before:
     Kueue's reclaim is representable, and priced below not preempting."""
     snap = instance(timedelta(hours=5), priority=1000)
-    model = CPModel(compile_problem(snap), CpSatParams(policy=Policy()))
+    model = CPModel(compile_problem(snap), CpSatParams(policy=PRICED))
     greedy = solve(snap, SolveParams(solver="greedy"))
     values = model.hint(greedy)
     assert values is not None
@@ -79,7 +91,7 @@ def test_the_acceptance_test_prices_a_plan_as_the_model_does() -> None:
     the eviction to the tier that admits work, as the model's attribution
     does: the two rank Kueue's plan against doing nothing alike."""
     snap = instance(timedelta(hours=5), priority=1000)
-    pol = Policy()
+    pol = PRICED
     model = CPModel(compile_problem(snap), CpSatParams(policy=pol))
     greedy = solve(snap, SolveParams(solver="greedy"))
     idle = greedy.model_copy(update={"admissions": (), "preemptions": ()})
