@@ -149,27 +149,14 @@ class Policy:
         for name in ("preemption", "topology", "fragmentation", "borrowing", "waiting"):
             if not isinstance(values.get(name, True), bool):
                 raise ValueError(f"{at}{name} must be true or false")
-        price = values.get("preemption_price", 1.0)
-        if isinstance(price, bool) or not isinstance(price, int | float):
-            raise ValueError(f"{at}preemption_price must be a number")
-        if not 0 <= price <= MAX_PRICE:
-            raise ValueError(f"{at}preemption_price must be in [0, {MAX_PRICE}]")
-        if "preemption_price" in values:
-            values["preemption_price"] = float(price)
-        rev = values.get("reversal_gpus", 1.0)
-        if isinstance(rev, bool) or not isinstance(rev, int | float):
-            raise ValueError(f"{at}reversal_gpus must be a number")
-        if not 0 <= rev <= MAX_PRICE:
-            raise ValueError(f"{at}reversal_gpus must be in [0, {MAX_PRICE}]")
-        if "reversal_gpus" in values:
-            values["reversal_gpus"] = float(rev)
-        cross = values.get("cross_tier_price", 0.0)
-        if isinstance(cross, bool) or not isinstance(cross, int | float):
-            raise ValueError(f"{at}cross_tier_price must be a number")
-        if not 0 <= cross <= MAX_PRICE:
-            raise ValueError(f"{at}cross_tier_price must be in [0, {MAX_PRICE}]")
-        if "cross_tier_price" in values:
-            values["cross_tier_price"] = float(cross)
+        for name in ("preemption_price", "reversal_gpus", "cross_tier_price"):
+            price = values.get(name, 0.0)
+            if isinstance(price, bool) or not isinstance(price, int | float):
+                raise ValueError(f"{at}{name} must be a number")
+            if not 0 <= price <= MAX_PRICE:
+                raise ValueError(f"{at}{name} must be in [0, {MAX_PRICE}]")
+            if name in values:
+                values[name] = float(price)
         window = values.get("finish_window_minutes", 0)
         if isinstance(window, bool) or not isinstance(window, int):
             raise ValueError(f"{at}finish_window_minutes must be an integer")

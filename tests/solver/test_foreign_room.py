@@ -8,9 +8,9 @@ from placewise.models.validate import validate
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.problem.compile import compile_problem
 from placewise.solver.solve import SolveParams, solve
-from tests.models.test_validate_needed import TEAMS, at, held, job
-from tests.models.validate_builders import load, plan
-from tests.solver.test_settle import soak
+from tests.models.test_validate_needed import at
+from tests.models.validate_builders import plan
+from tests.solver.test_settle import soak, two_gangs
 
 
 def test_the_soak_plan_is_not_a_plan_of_the_model() -> None:
@@ -36,15 +36,7 @@ def test_a_gang_of_another_queue_goes_to_the_free_host() -> None:
     """Two 8-GPU gangs, one free host and an in-queue victim: the optimizer
     admits both, the victim's node to its own queue's gang, and its search
     result needs no settling (validates as it comes out of the model)."""
-    snap = load(
-        "teams.yaml",
-        *TEAMS,
-        held("team-b/victim", 8, "n1"),
-        held("team-c/held", 8, "n3", priority=100),
-        held("team-c/held2", 8, "n4", priority=100),
-        job("team-b/hi", 8, priority=100),
-        job("team-c/big", 8, priority=100),
-    )
+    snap = two_gangs()
     model = CPModel(compile_problem(snap), CpSatParams(workers=1))
     crossed = plan(
         [at("team-b/hi", 8, "n2"), at("team-c/big", 8, "n1")],

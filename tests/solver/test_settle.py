@@ -50,10 +50,10 @@ def test_a_valid_plan_is_left_as_it_is() -> None:
     assert settle_preemptions(snap, good) is good
 
 
-def test_every_solver_on_the_soak_cluster_obeys() -> None:
-    """Two 8-GPU jobs of priority 100 and one free host: the victim's node
-    must go to its own queue's job, whichever solver decides."""
-    snap = load(
+def two_gangs() -> Snapshot:
+    """Two 8-GPU jobs of priority 100, one free host (n2) and team-b's
+    victim on n1."""
+    return load(
         "teams.yaml",
         *TEAMS,
         held("team-b/victim", 8, "n1"),
@@ -62,6 +62,12 @@ def test_every_solver_on_the_soak_cluster_obeys() -> None:
         job("team-b/hi", 8, priority=100),
         job("team-c/big", 8, priority=100),
     )
+
+
+def test_every_solver_on_the_soak_cluster_obeys() -> None:
+    """Two 8-GPU jobs of priority 100 and one free host: the victim's node
+    must go to its own queue's job, whichever solver decides."""
+    snap = two_gangs()
     for solver in ("greedy", "cpsat"):
         p = solve(snap, SolveParams(solver=solver, workers=1, deterministic_time=5))
         assert validate(snap, p) == [], solver

@@ -12,6 +12,7 @@ simplified); reclaims from other queues are left to the optimizer.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import defaultdict
 from collections.abc import Callable
@@ -266,13 +267,7 @@ class _Evictions:
         lo, hi = 2, len(cands)
         if hi < lo or not fits(hi):
             return hi
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if fits(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
+        return lo + bisect.bisect_left(range(lo, hi), True, key=fits)
 
     def _useful_first(
         self, wd: WorkloadData, cands: list[VictimData]
