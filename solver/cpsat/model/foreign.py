@@ -208,6 +208,9 @@ def _assign(
     """Whose units fill a gated leaf, pod set by pod set: ``A`` variables
     tie each queue's ``F`` to its pod sets' units in the domains around it."""
     model = pl.model
+    queues_at: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for leaf, s, q in room.units:
+        queues_at[(leaf, s)].append(q)
     per_x: dict[tuple[int, tuple[str, ...]], list[cp_model.IntVar]] = defaultdict(list)
     for (leaf, s), keys in sorted(reach.items()):
         by_queue: dict[str, list[cp_model.IntVar]] = defaultdict(list)
@@ -221,9 +224,9 @@ def _assign(
             f = room.units.get(f_key)
             if f is not None:
                 model.add(f == sum(by_queue[q]))
-        for (leaf2, s2, q), f in room.units.items():
-            if (leaf2, s2) == (leaf, s) and q not in by_queue:
-                model.add(f == 0)
+        for q in queues_at[(leaf, s)]:
+            if q not in by_queue:
+                model.add(room.units[(leaf, s, q)] == 0)
     for key, a_s in sorted(per_x.items()):
         model.add(sum(a_s) <= pl.x[key])
 
