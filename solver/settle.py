@@ -17,6 +17,11 @@ solver's plan to the two validator rules ``preemption.unneeded`` and
    then fill the victim back where it fits; failing that, fill it back and
    withdraw whatever its return crowds out.  Such a workload waits for the
    next solve, which sees the cluster as it then is.
+4. **No orphans**: a withdrawn admission may have been a preemptor itself;
+   its victims would be evicted for a workload this plan no longer admits —
+   work thrown away for nothing, and a plan the optimizer's model cannot
+   express (its warm start then went cold).  Each comes back where that
+   breaks nothing, else is credited to an admission that needs it.
 
 The validator is the oracle: the pass changes the plan one victim at a time
 and keeps a change only when it leaves that victim's violations resolved and
@@ -61,9 +66,11 @@ def settle_preemptions(snapshot: Snapshot, plan: Plan) -> Plan:
     running = {w.key: w for w in snapshot.running}
     # Highest priority first: the victims whose eviction costs most come back first.
     order = sorted(flagged, key=lambda k: (-running[k].priority, k))
+    admitted = {a.workload for a in plan.admissions}
     for key in order:
         plan, found = _settle_one(snapshot, plan, key, running, baseline)
         baseline = _others(found)
+    plan, found = _orphans(snapshot, plan, found, admitted, running)
     left = _victims(found)
     if left:  # never expected: say so rather than hide it
         log.warning("preemptions still unneeded after settling: %s", sorted(left))
@@ -95,6 +102,43 @@ def _settle_one(
         if key not in _victims(found) and _others(found) <= baseline:
             return candidate, found
     return _make_room(snapshot, restored, baseline)
+
+
+def _orphans(
+    snapshot: Snapshot,
+    plan: Plan,
+    found: list[Violation],
+    admitted: set[str],
+    running: dict[str, Workload],
+) -> tuple[Plan, list[Violation]]:
+    """``plan`` with no victim credited to a preemptor that settling
+    withdrew (one ``admitted`` before it): each back where its return adds
+    no violation, else credited to another admission that needs it, else
+    left (and logged).  Preemptors the input plan did not admit are left
+    alone: Kueue may evict for a workload it admits in a later cycle."""
+    now = {a.workload for a in plan.admissions}
+    orphans = [p for p in plan.preemptions if p.preemptor in admitted - now]
+    orphans.sort(key=lambda p: (-running[p.workload].priority, p.workload))
+    for pre in orphans:
+        restored = _without_victim(plan, pre.workload)
+        got = validate(snapshot, restored)
+        if _others(got) <= _others(found) and _victims(got) <= _victims(found):
+            plan, found = restored, got
+            continue
+        for candidate in _recredits(snapshot, plan, pre, running[pre.workload]):
+            if not any(
+                v.workload == pre.workload
+                for v in preemption.check(Context(snapshot, candidate))
+            ):
+                plan, found = candidate, validate(snapshot, candidate)
+                break
+        else:
+            log.warning(
+                "%s stays evicted for %s, which the settled plan does not admit",
+                pre.workload,
+                pre.preemptor,
+            )
+    return plan, found
 
 
 def _make_room(

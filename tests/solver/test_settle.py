@@ -112,3 +112,35 @@ def test_the_live_loop_refuses_a_plan_that_breaks_the_rule(caplog) -> None:
     )
     assert plan.solver.name == "greedy" and validate(snap, plan) == []
     assert "team-b/victim" not in {p.workload for p in plan.preemptions}
+
+
+def test_a_withdrawn_preemptor_leaves_no_victim_behind() -> None:
+    """team-c's gang is withdrawn (it sits on the room of team-b's victim,
+    which no admission needs); the quota its own in-queue victim freed for it
+    then serves nothing, so that victim keeps running too.  Seen in the
+    ``preemption-heavy`` replay: best-fit's plan, settled, evicted two
+    priority-1000 jobs for a withdrawn gang, and the optimizer could not
+    express that plan (a cold start)."""
+    snap = load(
+        "teams.yaml",
+        *TEAMS,
+        held("team-b/victim", 8, "n1"),
+        held("team-c/v2", 8, "n2"),
+        held("team-c/v3", 8, "n3"),
+        held("team-c/v4", 4, "n4"),
+        job("team-b/small", 1, priority=100),
+        job("team-c/big", 8, priority=100),
+    )
+    bad = plan(
+        [at("team-b/small", 1, "n4"), at("team-c/big", 8, "n1")],
+        preemptions=[
+            ("team-b/victim", "team-b/small", "InClusterQueue"),
+            ("team-c/v2", "team-c/big", "InClusterQueue"),
+        ],
+    )
+    found = validate(snap, bad)
+    assert {v.workload for v in found if v.rule in NEEDED} == {"team-b/victim"}
+    settled = settle_preemptions(snap, bad)
+    assert validate(snap, settled) == []
+    assert [a.workload for a in settled.admissions] == ["team-b/small"]
+    assert settled.preemptions == ()
