@@ -19,9 +19,10 @@ its own arithmetic like the rest of the validator:
 ``preemption.room-elsewhere``
     The capacity an eviction frees on the victim's leaves may serve its own
     ClusterQueue, its preemptor's, or a queue Kueue's cohort rules would let
-    preempt it directly (reclaim, fair sharing) — never anyone else
-    (formats.md): with the victim put back and those entitled admissions
-    taken out, the leaf must hold everything left.  This is the live soak's
+    preempt it directly (reclaim, fair sharing: some admission of that queue
+    in the plan may evict it) — never anyone else (formats.md): with the
+    victim put back and those entitled queues' admissions taken out, the
+    leaf must hold everything left.  This is the live soak's
     failure: a victim evicted within its queue "for" a job that went to a
     free host, while the same plan put another queue's gang on its node.
 
@@ -77,6 +78,13 @@ class _Needed:
         workloads that stay, the plan's own pods."""
         self.cap: dict[LeafKey, Usage] = {}
         self.on_leaf: dict[LeafKey, list[str]] = {}
+        self.by_queue: dict[str, list[Admitted]] = {}
+        """ClusterQueue -> its admissions in the plan."""
+        for adm in ctx.admitted:
+            if adm.cluster_queue is not None:
+                self.by_queue.setdefault(adm.cluster_queue.name, []).append(adm)
+        self.queue_may: dict[tuple[str, str], bool] = {}
+        """(victim, ClusterQueue) -> some admission of it may evict the victim."""
         for w in ctx.remaining:
             for key, use in running_leaves(ctx, w).items():
                 _add(self._slot(key), use)
@@ -208,11 +216,21 @@ class _Needed:
         return out
 
     def _entitled(self, victim: Workload, key: str, entitled: set[str]) -> bool:
-        adm = self.ctx.admitted_by_key[key]
-        cq = adm.cluster_queue
+        """Whether ``key``'s queue may have the victim's room: its own, its
+        preemptor's, or a queue that could evict it directly — any admission
+        of that queue in the plan that its cohort policy lets preempt the
+        victim (formats.md: "any queue whose cohort policy could evict it
+        directly"), not only ``key`` itself: once one of them could have made
+        the room, the queue may fill it with any of its workloads."""
+        cq = self.ctx.admitted_by_key[key].cluster_queue
         if cq is None or cq.name in entitled:
             return True
-        return self.may_preempt(victim, adm, cq)
+        memo = (victim.key, cq.name)
+        if memo not in self.queue_may:
+            self.queue_may[memo] = any(
+                self.may_preempt(victim, adm, cq) for adm in self.by_queue[cq.name]
+            )
+        return self.queue_may[memo]
 
 
 def _add(acc: Usage, use: Mapping[str, int], sign: int = 1) -> None:

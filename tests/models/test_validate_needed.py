@@ -215,3 +215,44 @@ def test_needed_to_keep_the_preemptor_from_borrowing() -> None:
         teams=[team("team-b", 12, reclaimWithinCohort="Any"), team("team-c", 20)],
     )
     assert rules(v) == []
+
+
+def test_room_may_serve_a_queue_one_of_whose_admissions_could_reclaim_it() -> None:
+    """team-b borrows (16 of its 12). team-d's 2-GPU job may reclaim the
+    victim (team-d stays within its nominal 8 with it alone); its 6-GPU job
+    alone would borrow, and borrowWithinCohort is Never. The queue may
+    preempt the victim, so either of its jobs may take the victim's node
+    (formats.md: "any queue whose cohort policy could evict it directly")."""
+    team_d = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-d"}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"namespace": "team-d", "name": "lq"},
+            "spec": {"clusterQueue": "team-d"},
+        },
+    ]
+    v = judge(
+        [
+            *team_d,
+            held("team-b/victim", 8, "n1"),
+            held("team-b/borrowed", 8, "n2"),
+            held("team-c/held", 4, "n3"),
+            held("team-d/held", 4, "n3"),
+            job("team-c/need", 2, priority=100),
+            job("team-d/reclaims", 2),
+            job("team-d/borrows", 6),
+        ],
+        [
+            at("team-c/need", 2, "n1"),
+            at("team-d/borrows", 6, "n1"),
+            at("team-d/reclaims", 2, "n4"),
+        ],
+        [("team-b/victim", "team-c/need", "InCohortReclamation")],
+        teams=[
+            team("team-b", 12),
+            team("team-c", 10, reclaimWithinCohort="Any"),
+            team("team-d", 8, reclaimWithinCohort="Any"),
+        ],
+    )
+    assert rules(v) == []
