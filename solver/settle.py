@@ -64,12 +64,17 @@ def settle_preemptions(snapshot: Snapshot, plan: Plan) -> Plan:
         return plan
     baseline = _others(found)
     running = {w.key: w for w in snapshot.running}
-    # Highest priority first: the victims whose eviction costs most come back first.
-    order = sorted(flagged, key=lambda k: (-running[k].priority, k))
     admitted = {a.workload for a in plan.admissions}
-    for key in order:
+    settled: set[str] = set()
+    # Highest priority first: the victims whose eviction costs most come back
+    # first.  Settling one may leave another unneeded (a withdrawn admission
+    # frees room its preemptor then fits in): each victim flagged on the way
+    # is settled too, once.
+    while left := _victims(found) - settled:
+        key = min(left, key=lambda k: (-running[k].priority, k))
         plan, found = _settle_one(snapshot, plan, key, running, baseline)
         baseline = _others(found)
+        settled.add(key)
     plan, found = _orphans(snapshot, plan, found, admitted, running)
     left = _victims(found)
     if left:  # never expected: say so rather than hide it

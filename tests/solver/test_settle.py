@@ -144,3 +144,37 @@ def test_a_withdrawn_preemptor_leaves_no_victim_behind() -> None:
     assert validate(snap, settled) == []
     assert [a.workload for a in settled.admissions] == ["team-b/small"]
     assert settled.preemptions == ()
+
+
+def test_a_victim_left_unneeded_by_a_withdrawal_is_settled_too() -> None:
+    """team-b borrows (8 of its 4); team-c's job sits on the room of
+    team-b/v1 and may not reclaim it, so it is withdrawn.  That frees
+    cohort quota: team-b's preemptor then fits with v2 back, so v2 — needed
+    when the pass began — must come back as well (the Helios replay at load 7
+    stopped on such a plan).  v3 stays: with v2 back the cohort is full."""
+    from tests.models.test_validate_needed import team
+
+    snap = load(
+        "teams.yaml",
+        team("team-b", 4),
+        team("team-c", 22),
+        held("team-b/v1", 4, "n1"),
+        held("team-b/v2", 2, "n2"),
+        held("team-b/v3", 2, "n3"),
+        held("team-c/c1", 6, "n2"),
+        held("team-c/c2", 6, "n3"),
+        job("team-b/p", 8, priority=100),
+        job("team-c/w", 6),
+    )
+    bad = plan(
+        [at("team-b/p", 8, "n4"), at("team-c/w", 6, "n1")],
+        preemptions=[
+            (f"team-b/{v}", "team-b/p", "InClusterQueue") for v in ("v1", "v2", "v3")
+        ],
+    )
+    flagged = {v.workload for v in validate(snap, bad) if v.rule in NEEDED}
+    assert flagged == {"team-b/v1"}
+    settled = settle_preemptions(snap, bad)
+    assert validate(snap, settled) == []
+    assert [a.workload for a in settled.admissions] == ["team-b/p"]
+    assert [p.workload for p in settled.preemptions] == ["team-b/v3"]
