@@ -205,10 +205,15 @@ class Preemptor:
             # Quota-only simulations (the oracle) skip the TAS capacity tables.
             self._tas = memo is not None
             try:
-                end = first if memo is None else self._first_tas_fit(walk, first, memo)
-                if end is None:
-                    continue
-                self._remove_all([c.info for c in seq[: end + 1]], memo)
+                if memo is None:
+                    end: int | None = first
+                    assert end is not None
+                    self._remove_all([c.info for c in seq[: end + 1]], memo)
+                else:
+                    # Leaves the prefix removed (what _remove_all would do).
+                    end = self._first_tas_fit(walk, first, memo)
+                    if end is None:
+                        continue
                 targets = [Target(c.info, c.variant.reason) for c in seq[: end + 1]]
                 targets = self._fill_back(wl, usage, borrowing, memo, targets)
                 for t in targets:
@@ -295,7 +300,10 @@ class Preemptor:
         Quota: every walked candidate stays removed until the end (what
         :meth:`_Walk.finish` judges validity against; the TAS check reads no
         quota). TAS: only the probed prefix is removed, moved run by run.
-        Both end where they started.
+        With no fit both end where they started; with a fit at i, the
+        prefix walk[:i+1] is left removed from both, as
+        :meth:`_remove_all` would leave it (see :meth:`_keep_prefix`),
+        instead of being put back and taken out again.
         """
         seq = walk.items
         removed_quota = [c.info for c in seq]  # left removed by the quota pass
@@ -303,6 +311,7 @@ class Preemptor:
         infos = [c.info for c in seq]
         moves = RunMoves(self.state, infos)
         removed = 0
+        end: int | None = None
 
         def fits_with(i: int) -> bool:
             nonlocal removed
@@ -334,12 +343,49 @@ class Preemptor:
                     hi = mid
                 else:
                     lo = mid + 1
+            end = hi
             return hi
         finally:
-            if removed:
-                moves.move(0, removed, 1)
-                memo.value = None
-            self.state.quota_move(removed_quota, 1)
+            if end is not None and not moves.big:
+                self._keep_prefix(moves, removed, end + 1, removed_quota, memo)
+            else:
+                if removed:
+                    moves.move(0, removed, 1)
+                    memo.value = None
+                self.state.quota_move(removed_quota, 1)
+                if end is not None:
+                    self._remove_all(infos[: end + 1], memo)
+
+    def _keep_prefix(
+        self,
+        moves: RunMoves,
+        removed: int,
+        keep: int,
+        removed_quota: list[WlInfo],
+        memo: TasMemo,
+    ) -> None:
+        """From the bisection's last probe (``removed`` candidates out of
+        the tables, ``removed_quota`` out of quota) to the first ``keep``
+        out of both, as putting everything back and :meth:`_remove_all`
+        of the prefix would leave them: quota usage is a function of the
+        workloads counted (the propagation is exact in any order), and
+        without saturating deltas (``moves.big``) the tables are exact
+        int64 sums; ``running`` re-inserts the same keys in the same order
+        (those of ``[keep, removed)``, in walk order).
+        """
+        infos = moves.seq
+        if removed > keep:
+            moves.move(keep, removed, 1)
+        elif removed < keep:
+            moves.move(removed, keep, -1)
+        out = {id(info) for info in removed_quota}
+        prefix = infos[:keep]
+        inside = {id(info) for info in prefix}
+        back = [info for info in removed_quota if id(info) not in inside]
+        take = [info for info in prefix if id(info) not in out]
+        self.state.quota_move(back, 1)
+        self.state.quota_move(take, -1)
+        memo.value = None
 
     def _remove(self, info: WlInfo, memo: TasMemo | None) -> None:
         # Without a TAS check only quota matters: skip the capacity tables.
@@ -533,15 +579,23 @@ class Preemptor:
         memo = tas_fits if isinstance(tas_fits, TasMemo) else None
         pending: list[WlInfo] = []
         """Back in quota, their TAS rows not yet in the tables."""
+        owed: list[WlInfo] = []
+        """Back in ``running`` while the margins promise the fit: their quota
+        is added (summed per queue, the same tree) before the tree is read."""
         slack: QuotaSlack | None = None
         """Margins since the last quota fit (:mod:`.slack`)."""
+        running = self.state.running
         i = len(targets) - 2
         while i >= 0:
             info = targets[i].info
             # Quota first: when it alone refuses (the common case), the TAS
             # tables are never touched, instead of moved in and out again.
-            self.state.add(info, tas_too=False)
-            if slack is None or not slack.add(info):
+            if slack is not None and slack.add(info):
+                running[info.cq][info.key] = info
+                owed.append(info)
+            else:
+                self._repay(owed)
+                self.state.add(info, tas_too=False)
                 if not self.fits(wl, usage, borrowing, None):
                     self.state.remove(info, tas_too=False)
                     slack = None
@@ -564,14 +618,35 @@ class Preemptor:
                 targets.pop()
             elif pending and pending[-1] is info:
                 pending.pop()  # its rows never reached the tables
-                self.state.remove(info, tas_too=False)
+                self._take_back(info, owed, False)
                 if memo is not None:
                     memo.freed(info)
             else:
-                self._remove(info, memo)
+                self._take_back(info, owed, self._tas)
+                if memo is not None:
+                    memo.freed(info)
             i -= 1
+        self._repay(owed)
         self._flush(pending)
         return targets
+
+    def _repay(self, owed: list[WlInfo]) -> None:
+        """Add the owed quota of :meth:`_fill_back` to the tree (one change
+        per queue: the same tree as the adds one by one)."""
+        if owed:
+            self.state.quota_move(owed, 1)
+            owed.clear()
+
+    def _take_back(self, info: WlInfo, owed: list[WlInfo], tas_too: bool) -> None:
+        """:meth:`ClusterState.remove` of a target just put back, whose
+        quota may still be owed (the last one owed, if so)."""
+        if not owed or owed[-1] is not info:
+            self.state.remove(info, tas_too=tas_too)
+            return
+        owed.pop()
+        self.state.running[info.cq].pop(info.key, None)
+        if tas_too and info.tas:
+            self.state.tas.apply(self.state.prepared(info), -1)
 
     def _flush(self, pending: list[WlInfo]) -> None:
         """Put the pending targets' TAS rows into the tables: in one update

@@ -97,6 +97,8 @@ class RunMoves:
                     group[1].append(i)
                     group[2].append(p)
         self._tables = [_Table(*group) for group in grouped.values()]
+        self.big = any(t.big for t in self._tables)
+        """Some usage saturates: the tables' sums then depend on the order."""
 
     def freed(self) -> list[tuple[FlavorTree | None, IntArray, IntArray]]:
         """The whole walk's rows per table: (owner, distinct keys, summed)."""
