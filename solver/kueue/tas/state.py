@@ -257,15 +257,17 @@ class TasState(UsageTables):
     ) -> TasResult:
         host_assumed: dict[int, list[int]] = {}
         merged: dict[str, TopologyAssignment] = {}
-        for flavor in sorted(requests):
+        flavors = sorted(requests)
+        for n, flavor in enumerate(flavors):
             extra = tuple((tolerations or {}).get(flavor, ()))
+            # Only a later flavor reads what this one assumes.
             result = self._find(
                 flavor,
                 requests[flavor],
                 empty,
                 extra,
                 host_assumed,
-                share=True,
+                share=n + 1 < len(flavors),
                 quiet=quiet,
             )
             if result.assignments is None:
