@@ -103,6 +103,10 @@ class TasState(UsageTables):
         self._live_results: dict[tuple[bool, RequestsKey], TasResult] = {}
         self._live_version = -1
         """Placements on the current tables, valid while ``_version`` holds."""
+        self._built: dict[int, tuple[str, TopologyAssignment, dict[str, int], Prepared]]
+        self._built = {}
+        """Rows :meth:`build` prepared per running assignment (by its id; see
+        :meth:`built_rows`)."""
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> TasState:
@@ -155,7 +159,9 @@ class TasState(UsageTables):
                     for r, v in psa.resource_usage.items()
                     if r != PODS
                 }
-                running.append(state.prepare(tas[0], ta, per_pod))
+                rows = state.prepare(tas[0], ta, per_pod)
+                running.append(rows)
+                state._built[id(ta)] = (tas[0], ta, per_pod, rows)
                 state._workloads.setdefault(wl.key, []).append((tas[0], ta, per_pod))
         if all(p.delta.size == 0 or int(p.delta.min()) >= 0 for p in running):
             state.apply(running, 1)
@@ -163,6 +169,20 @@ class TasState(UsageTables):
             for p in running:
                 state.apply([p], 1)
         return state
+
+    def built_rows(
+        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
+    ) -> Prepared | None:
+        """The rows :meth:`build` prepared for exactly this usage, if it did
+        (the same :meth:`prepare` call: its answer, not a second one)."""
+        hit = self._built.get(id(assignment))
+        if hit is None or hit[1] is not assignment:
+            return None
+        flavor_was, _, per_pod_was, rows = hit
+        return rows if flavor_was == flavor and per_pod_was == per_pod else None
+
+    def forget_built(self) -> None:
+        self._built.clear()
 
     # -- introspection -------------------------------------------------------
 
