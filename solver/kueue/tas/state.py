@@ -103,7 +103,6 @@ class TasState(UsageTables):
         self._live_results: dict[tuple[bool, RequestsKey], TasResult] = {}
         self._live_version = -1
         """Placements on the current tables, valid while ``_version`` holds."""
-        self._built: dict[int, tuple[str, TopologyAssignment, dict[str, int], Prepared]]
         self._built = {}
         """Rows :meth:`build` prepared per running assignment (by its id; see
         :meth:`built_rows`)."""
@@ -169,20 +168,6 @@ class TasState(UsageTables):
             for p in running:
                 state.apply([p], 1)
         return state
-
-    def built_rows(
-        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
-    ) -> Prepared | None:
-        """The rows :meth:`build` prepared for exactly this usage, if it did
-        (the same :meth:`prepare` call: its answer, not a second one)."""
-        hit = self._built.get(id(assignment))
-        if hit is None or hit[1] is not assignment:
-            return None
-        flavor_was, _, per_pod_was, rows = hit
-        return rows if flavor_was == flavor and per_pod_was == per_pod else None
-
-    def forget_built(self) -> None:
-        self._built.clear()
 
     # -- introspection -------------------------------------------------------
 
