@@ -15,7 +15,10 @@ Issue 21 (``greedy`` branch against main 7adea32, load 12-18): seed 1 12.0 s /
 8.5 s -> 7.2 s / 5.1 s, seed 5 11.3 s / 7.6 s -> 6.9 s / 4.9 s. Same plans; peak
 ~410 MB. Third round (``greedy3`` against main eaf52d5, load 10-13, CPU of the
 greedy alone, medians of 5 alternating pairs): seed 1 4.95 s -> 4.59 s, seed 5
-4.42 s -> 4.06 s; 3 s not reached. Where the time went and goes:
+4.42 s -> 4.06 s; 3 s not reached. Fourth round (``greedy4`` against main
+74d1c08, load 11-17, 5 alternating pairs per seed): 3-5 % less CPU (median
+pair ratios 0.95, 0.97, 0.95 on seeds 1-3), about 4.1-5 s; 3 s not reached.
+Where the time went and goes:
 benchmarks/README.md ("Kueue's greedy and the loader at 10,000 hosts").
 """
 

@@ -1,4 +1,5 @@
-"""Kueue's classical preemption: candidates, ordering, remove-until-fit, fill back.
+"""Kueue's classical preemption: candidates, ordering, remove-until-fit
+(fill back in :mod:`.fillback`).
 
 Follows ``preemption.go: classicalPreemptions`` and ``classical/*.go``
 (kueue-semantics §5.1-5.3).  The search is order-sensitive by design; the
@@ -14,8 +15,9 @@ from enum import Enum
 
 from placewise.models.cluster import ClusterQueue
 from placewise.solver.greedy.fair import FairSearch
+from placewise.solver.greedy.fillback import FillBack
+from placewise.solver.greedy.fillback import Target as Target
 from placewise.solver.greedy.runs import RunMoves, TasCheck, TasMemo
-from placewise.solver.greedy.slack import QuotaSlack
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.fairsharing import Shares
 from placewise.solver.kueue.preemption import (
@@ -43,12 +45,6 @@ class Variant(Enum):
         if self is Variant.RECLAIM_WHILE_BORROWING:
             return "InCohortReclaimWhileBorrowing"
         return "InCohortReclamation"
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    info: WlInfo
-    reason: str
 
 
 @dataclass(slots=True)
@@ -107,7 +103,7 @@ class _Walk:
                 self.items.append(cand)
 
 
-class Preemptor:
+class Preemptor(FillBack):
     """Target search against the live :class:`ClusterState` (restored after)."""
 
     def __init__(self, state: ClusterState) -> None:
@@ -205,10 +201,15 @@ class Preemptor:
             # Quota-only simulations (the oracle) skip the TAS capacity tables.
             self._tas = memo is not None
             try:
-                end = first if memo is None else self._first_tas_fit(walk, first, memo)
-                if end is None:
-                    continue
-                self._remove_all([c.info for c in seq[: end + 1]], memo)
+                if memo is None:
+                    end: int | None = first
+                    assert end is not None
+                    self._remove_all([c.info for c in seq[: end + 1]], memo)
+                else:
+                    # Leaves the prefix removed (what _remove_all would do).
+                    end = self._first_tas_fit(walk, first, memo)
+                    if end is None:
+                        continue
                 targets = [Target(c.info, c.variant.reason) for c in seq[: end + 1]]
                 targets = self._fill_back(wl, usage, borrowing, memo, targets)
                 for t in targets:
@@ -295,7 +296,10 @@ class Preemptor:
         Quota: every walked candidate stays removed until the end (what
         :meth:`_Walk.finish` judges validity against; the TAS check reads no
         quota). TAS: only the probed prefix is removed, moved run by run.
-        Both end where they started.
+        With no fit both end where they started; with a fit at i, the
+        prefix walk[:i+1] is left removed from both, as
+        :meth:`_remove_all` would leave it (see :meth:`_keep_prefix`),
+        instead of being put back and taken out again.
         """
         seq = walk.items
         removed_quota = [c.info for c in seq]  # left removed by the quota pass
@@ -303,6 +307,7 @@ class Preemptor:
         infos = [c.info for c in seq]
         moves = RunMoves(self.state, infos)
         removed = 0
+        end: int | None = None
 
         def fits_with(i: int) -> bool:
             nonlocal removed
@@ -334,34 +339,49 @@ class Preemptor:
                     hi = mid
                 else:
                     lo = mid + 1
+            end = hi
             return hi
         finally:
-            if removed:
-                moves.move(0, removed, 1)
-                memo.value = None
-            self.state.quota_move(removed_quota, 1)
+            if end is not None and not moves.big:
+                self._keep_prefix(moves, removed, end + 1, removed_quota, memo)
+            else:
+                if removed:
+                    moves.move(0, removed, 1)
+                    memo.value = None
+                self.state.quota_move(removed_quota, 1)
+                if end is not None:
+                    self._remove_all(infos[: end + 1], memo)
 
-    def _remove(self, info: WlInfo, memo: TasMemo | None) -> None:
-        # Without a TAS check only quota matters: skip the capacity tables.
-        self.state.remove(info, tas_too=self._tas)
-        if memo is not None:
-            memo.freed(info)
-
-    def _remove_all(self, infos: list[WlInfo], memo: TasMemo | None) -> None:
-        """:meth:`_remove` of each, with TAS in one table update."""
-        if not self._tas:
-            for info in infos:
-                self._remove(info, memo)
-            return
-        self.state.move_many(infos, -1)
-        if memo is not None:
-            for info in infos:
-                memo.freed(info)
-
-    def _add(self, info: WlInfo, memo: TasMemo | None) -> None:
-        self.state.add(info, tas_too=self._tas)
-        if memo is not None:
-            memo.taken(info)
+    def _keep_prefix(
+        self,
+        moves: RunMoves,
+        removed: int,
+        keep: int,
+        removed_quota: list[WlInfo],
+        memo: TasMemo,
+    ) -> None:
+        """From the bisection's last probe (``removed`` candidates out of
+        the tables, ``removed_quota`` out of quota) to the first ``keep``
+        out of both, as putting everything back and :meth:`_remove_all`
+        of the prefix would leave them: quota usage is a function of the
+        workloads counted (the propagation is exact in any order), and
+        without saturating deltas (``moves.big``) the tables are exact
+        int64 sums; ``running`` re-inserts the same keys in the same order
+        (those of ``[keep, removed)``, in walk order).
+        """
+        infos = moves.seq
+        if removed > keep:
+            moves.move(keep, removed, 1)
+        elif removed < keep:
+            moves.move(removed, keep, -1)
+        out = {id(info) for info in removed_quota}
+        prefix = infos[:keep]
+        inside = {id(info) for info in prefix}
+        back = [info for info in removed_quota if id(info) not in inside]
+        take = [info for info in prefix if id(info) not in out]
+        self.state.quota_move(back, 1)
+        self.state.quota_move(take, -1)
+        memo.value = None
 
     # -- candidate collection ---------------------------------------------
 
@@ -501,87 +521,3 @@ class Preemptor:
                 return False
             node = node.parent
         return True
-
-    def fits(
-        self,
-        wl: WlInfo,
-        usage: Mapping[FR, int],
-        borrowing: bool,
-        tas_fits: Callable[[], bool] | None,
-    ) -> bool:
-        for fr, v in usage.items():
-            if not borrowing and self.quota.borrowing_with(wl.cq, fr, v):
-                return False
-            if v > self.quota.available(wl.cq, fr):
-                return False
-        return tas_fits is None or tas_fits()
-
-    def _fill_back(
-        self,
-        wl: WlInfo,
-        usage: Mapping[FR, int],
-        borrowing: bool,
-        tas_fits: Callable[[], bool] | None,
-        targets: list[Target],
-    ) -> list[Target]:
-        """Add back all but the last target while the preemptor still fits.
-
-        With a :class:`TasMemo`, a target's TAS rows go back into the tables
-        only when a placement is needed (or at the end): most verdicts come
-        from the memo, and the tables any placement reads are the same.
-        """
-        memo = tas_fits if isinstance(tas_fits, TasMemo) else None
-        pending: list[WlInfo] = []
-        """Back in quota, their TAS rows not yet in the tables."""
-        slack: QuotaSlack | None = None
-        """Margins since the last quota fit (:mod:`.slack`)."""
-        i = len(targets) - 2
-        while i >= 0:
-            info = targets[i].info
-            # Quota first: when it alone refuses (the common case), the TAS
-            # tables are never touched, instead of moved in and out again.
-            self.state.add(info, tas_too=False)
-            if slack is None or not slack.add(info):
-                if not self.fits(wl, usage, borrowing, None):
-                    self.state.remove(info, tas_too=False)
-                    slack = None
-                    i -= 1
-                    continue
-                slack = QuotaSlack(self.quota, wl, usage, borrowing)
-            if memo is None:
-                if self._tas and info.tas:
-                    self.state.tas.apply(self.state.prepared(info), 1)
-                fits = tas_fits is None or tas_fits()
-            else:
-                if info.tas:
-                    pending.append(info)
-                memo.taken(info)
-                if memo.value is None:
-                    self._flush(pending)
-                fits = memo()
-            if fits:
-                targets[i] = targets[-1]
-                targets.pop()
-            elif pending and pending[-1] is info:
-                pending.pop()  # its rows never reached the tables
-                self.state.remove(info, tas_too=False)
-                if memo is not None:
-                    memo.freed(info)
-            else:
-                self._remove(info, memo)
-            i -= 1
-        self._flush(pending)
-        return targets
-
-    def _flush(self, pending: list[WlInfo]) -> None:
-        """Put the pending targets' TAS rows into the tables: in one update
-        unless a large delta makes the order of saturation matter."""
-        if not pending:
-            return
-        rows = [p for info in pending for p in self.state.prepared(info)]
-        if any(p.big for p in rows):
-            for info in pending:
-                self.state.tas.apply(self.state.prepared(info), 1)
-        else:
-            self.state.tas.apply(rows, 1)
-        pending.clear()

@@ -86,17 +86,27 @@ class RunMoves:
         self.seq = seq
         grouped: dict[int, tuple[FlavorTree | None, list[int], list[Prepared]]] = {}
         prepared = state.prepared_usage
+        # The group of the previous usage (most walks fill one group).
+        last_key = 0
+        cands: list[int] = []
+        items: list[Prepared] = []
         for i, info in enumerate(seq):
             for t in info.tas:
-                p = prepared(t)
+                p = t.prepared
+                if p is None:
+                    p = prepared(t)
                 if p.keys.size:
                     key = -1 if p.owner is None else id(p.owner)
-                    group = grouped.get(key)
-                    if group is None:
-                        group = grouped[key] = (p.owner, [], [])
-                    group[1].append(i)
-                    group[2].append(p)
+                    if key != last_key or not items:
+                        group = grouped.get(key)
+                        if group is None:
+                            group = grouped[key] = (p.owner, [], [])
+                        last_key, cands, items = key, group[1], group[2]
+                    cands.append(i)
+                    items.append(p)
         self._tables = [_Table(*group) for group in grouped.values()]
+        self.big = any(t.big for t in self._tables)
+        """Some usage saturates: the tables' sums then depend on the order."""
 
     def freed(self) -> list[tuple[FlavorTree | None, IntArray, IntArray]]:
         """The whole walk's rows per table: (owner, distinct keys, summed)."""

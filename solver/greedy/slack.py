@@ -44,15 +44,25 @@ class QuotaSlack:
 
     def add(self, info: WlInfo) -> bool:
         """Count ``info``'s usage as added; whether the fit is still certain."""
-        for fr in self.available:
-            u = info.usage.get(fr, 0)
+        # One pass per table, updating in place (the keys stay the same).
+        usage = info.usage
+        certain = True
+        available = self.available
+        for fr, left in available.items():
+            u = usage.get(fr, 0)
             if u > 0:  # the tree takes no other
-                self.available[fr] -= u
-        if self.own and info.cq == self.cq:
-            for fr in self.own:
-                u = info.usage.get(fr, 0)
+                left -= u
+                available[fr] = left
+            if left < 0:
+                certain = False
+        own = self.own
+        if own:
+            same = info.cq == self.cq
+            for fr, left in own.items():
+                u = usage.get(fr, 0) if same else 0
                 if u > 0:
-                    self.own[fr] -= u
-        return all(v >= 0 for v in self.available.values()) and all(
-            v >= 0 for v in self.own.values()
-        )
+                    left -= u
+                    own[fr] = left
+                if left < 0:
+                    certain = False
+        return certain

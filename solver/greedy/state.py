@@ -29,6 +29,9 @@ class ClusterState:
         for w in snapshot.running:
             info = running_info(snapshot, w)
             self.running[info.cq][info.key] = info
+            for t in info.tas:  # the rows the build prepared, not again
+                t.prepared = self.tas.built_rows(t.flavor, t.assignment, t.per_pod)
+        self.tas.forget_built()
         self._issued = 0
         self.version = 0
         """A fresh number on every change made through this class (never one

@@ -16,6 +16,9 @@ from placewise.solver.kueue.tas.request import interpret
 from placewise.solver.kueue.tas.tree import FlavorTree
 from placewise.solver.kueue.tas.types import TasPodSetRequest
 
+_DOMAINS_KEPT = 1 << 16
+"""Leaf domains remembered per tree (a few MB at most)."""
+
 
 def assign_group(
     tree: FlavorTree,
@@ -119,10 +122,20 @@ def _assignments(
 
 def _build(tree: FlavorTree, leaves: list[int], pods: list[int]) -> TopologyAssignment:
     """Leaves with pods in value-path order, as ``buildAssignment`` emits them."""
-    # Values are known-good, so skip pydantic validation (hot path).
-    domains = tuple(
-        TopologyDomain.model_construct(values=tree.leaf_values(leaf), count=count)
-        for leaf, count in sorted(zip(leaves, pods, strict=True))
-        if count > 0
+    # Values are known-good, so skip pydantic validation (hot path); the
+    # models are frozen, so a leaf's domain with a given count is shared.
+    known = tree.domains
+    domains = []
+    for leaf, count in sorted(zip(leaves, pods, strict=True)):
+        if count > 0:
+            dom = known.get((leaf, count))
+            if dom is None:
+                if len(known) >= _DOMAINS_KEPT:
+                    known.clear()
+                dom = known[(leaf, count)] = TopologyDomain.model_construct(
+                    values=tree.leaf_values(leaf), count=count
+                )
+            domains.append(dom)
+    return TopologyAssignment.model_construct(
+        levels=tree.assignment_levels, domains=tuple(domains)
     )
-    return TopologyAssignment(levels=tree.assignment_levels, domains=domains)

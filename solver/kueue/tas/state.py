@@ -103,6 +103,9 @@ class TasState(UsageTables):
         self._live_results: dict[tuple[bool, RequestsKey], TasResult] = {}
         self._live_version = -1
         """Placements on the current tables, valid while ``_version`` holds."""
+        self._built = {}
+        """Rows :meth:`build` prepared per running assignment (by its id; see
+        :meth:`built_rows`)."""
 
     @classmethod
     def build(cls, snapshot: Snapshot) -> TasState:
@@ -155,7 +158,9 @@ class TasState(UsageTables):
                     for r, v in psa.resource_usage.items()
                     if r != PODS
                 }
-                running.append(state.prepare(tas[0], ta, per_pod))
+                rows = state.prepare(tas[0], ta, per_pod)
+                running.append(rows)
+                state._built[id(ta)] = (tas[0], ta, per_pod, rows)
                 state._workloads.setdefault(wl.key, []).append((tas[0], ta, per_pod))
         if all(p.delta.size == 0 or int(p.delta.min()) >= 0 for p in running):
             state.apply(running, 1)
@@ -257,15 +262,17 @@ class TasState(UsageTables):
     ) -> TasResult:
         host_assumed: dict[int, list[int]] = {}
         merged: dict[str, TopologyAssignment] = {}
-        for flavor in sorted(requests):
+        flavors = sorted(requests)
+        for n, flavor in enumerate(flavors):
             extra = tuple((tolerations or {}).get(flavor, ()))
+            # Only a later flavor reads what this one assumes.
             result = self._find(
                 flavor,
                 requests[flavor],
                 empty,
                 extra,
                 host_assumed,
-                share=True,
+                share=n + 1 < len(flavors),
                 quiet=quiet,
             )
             if result.assignments is None:

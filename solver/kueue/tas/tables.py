@@ -73,6 +73,7 @@ class UsageTables:
     _all_plain: bool
     _saturated: bool
     _version: int
+    _built: dict[int, tuple[str, TopologyAssignment, dict[str, int], Prepared]]
 
     def _vector(self, per_pod: Mapping[str, int]) -> list[int]:
         """Per-pod usage over the resource table, with one ``pods``."""
@@ -133,6 +134,20 @@ class UsageTables:
             unique=len(set(keys)) == len(keys),
             big=bool(delta.size) and int(np.abs(delta).max()) >= _BIG,
         )
+
+    def built_rows(
+        self, flavor: str, assignment: TopologyAssignment, per_pod: Mapping[str, int]
+    ) -> Prepared | None:
+        """The rows :meth:`build` prepared for exactly this usage, if it did
+        (the same :meth:`prepare` call: its answer, not a second one)."""
+        hit = self._built.get(id(assignment))
+        if hit is None or hit[1] is not assignment:
+            return None
+        flavor_was, _, per_pod_was, rows = hit
+        return rows if flavor_was == flavor and per_pod_was == per_pod else None
+
+    def forget_built(self) -> None:
+        self._built.clear()
 
     def apply(self, items: Sequence[Prepared], sign: int) -> None:
         """Add (1) or remove (-1) prepared usages, one table update per table.

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from placewise.models.cluster import HOSTNAME_LABEL as HOSTNAME
 from placewise.models.cluster import Node, ResourceFlavor, Topology
 from placewise.models.scheduling import PodPlacement, Taint, Toleration, untolerated
+from placewise.models.workload import TopologyDomain
 from placewise.solver.kueue.tas.capacity import FitCache
 from placewise.solver.kueue.tas.types import clip
 
@@ -90,6 +91,8 @@ class FlavorTree:
         self.leaf_by_host: dict[str, int] = (
             {p[-1]: i for i, p in enumerate(self.leaf_paths)} if self.hostname else {}
         )
+        self.domains: dict[tuple[int, int], TopologyDomain] = {}
+        """(leaf, pods) -> its assignment domain, built once (frozen)."""
 
         # Domains per level and their parents, in value-path order.
         self.domain_paths: list[list[tuple[str, ...]]] = [[] for _ in range(depth)]

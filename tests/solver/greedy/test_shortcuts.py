@@ -11,6 +11,8 @@ import pytest
 
 from placewise.benchmarks.harness.matrix import Instance, generate_snapshot
 from placewise.solver.greedy.preemption import Preemptor
+from placewise.solver.greedy.runs import RunMoves
+from placewise.solver.greedy.slack import QuotaSlack
 from placewise.solver.greedy.solver import run_greedy
 from placewise.solver.greedy.state import ClusterState
 from placewise.solver.kueue.tas.state import TasState
@@ -78,3 +80,72 @@ def test_shortcuts_give_the_same_run(
     monkeypatch.setattr(Preemptor, "get_targets", fresh_targets)
     monkeypatch.setattr(TasState, "find_workload_assignments", fresh_find)
     assert _decisions(snap) == fast
+
+
+def _state(state: ClusterState) -> tuple[object, ...]:
+    """Quota usage, running sets and every flavor's free capacity."""
+    quota = sorted((k, sorted(n.usage.items())) for k, n in state.quota.nodes.items())
+    running = sorted((q, sorted(per)) for q, per in state.running.items())
+    rem = [state.tas.tree(f).rem.tolist() for f in state.tas.flavors()]
+    return quota, running, rem
+
+
+def test_kept_prefix_and_owed_quota_give_the_same_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A walk's prefix left out of the tables after the bisection, and fill
+    back's victims added to quota only when the tree is read, decide as
+    putting everything back, taking the prefix out and adding victims one by
+    one do (the paths a saturating walk, or margins that never promise,
+    take)."""
+    snap = generate_snapshot(Instance("scale-1000", 1))
+    fired: collections.Counter[str] = collections.Counter()
+    keep, repay = Preemptor._keep_prefix, Preemptor._repay
+
+    def kept(self: Preemptor, *args: Any) -> None:
+        fired["kept"] += 1
+        keep(self, *args)
+
+    def repaid(self: Preemptor, owed: list[Any]) -> None:
+        fired["owed"] += len(owed)
+        repay(self, owed)
+
+    get_targets = Preemptor.get_targets
+
+    def as_found(self: Preemptor, *args: Any) -> Any:
+        before = _state(self.state)
+        found = get_targets(self, *args)
+        assert _state(self.state) == before  # every search leaves it as found
+        return found
+
+    monkeypatch.setattr(Preemptor, "_keep_prefix", kept)
+    monkeypatch.setattr(Preemptor, "_repay", repaid)
+    monkeypatch.setattr(Preemptor, "get_targets", as_found)
+    fast = _decisions(snap)
+    assert fired["kept"] and fired["owed"]
+
+    init = RunMoves.__init__
+
+    def saturating(self: RunMoves, *args: Any) -> None:
+        init(self, *args)
+        self.big = True
+
+    monkeypatch.setattr(RunMoves, "__init__", saturating)
+    monkeypatch.setattr(QuotaSlack, "add", lambda self, info: False)
+    fired.clear()
+    assert _decisions(snap) == fast
+    assert not fired["kept"] and not fired["owed"]
+
+
+def test_running_rows_are_the_builds_own() -> None:
+    """The rows a running workload moves with are what ``prepare`` gives."""
+    state = ClusterState(generate_snapshot(Instance("topology-heavy", 1)))
+    usages = [t for per in state.running.values() for i in per.values() for t in i.tas]
+    assert usages and all(t.prepared is not None for t in usages)
+    for t in usages:
+        fresh = state.tas.prepare(t.flavor, t.assignment, t.per_pod)
+        assert t.prepared is not None
+        assert t.prepared.owner is fresh.owner
+        assert (t.prepared.keys == fresh.keys).all()
+        assert (t.prepared.delta == fresh.delta).all()
+        assert (t.prepared.unique, t.prepared.big) == (fresh.unique, fresh.big)
