@@ -76,11 +76,12 @@ class Policy:
     default: at 0.5 the replays wasted less work than Kueue on 8 of 11 runs
     (3 before) but waited longer (median mean delay -0.7 % against Kueue,
     +1.8 % without it).  The sweep at 74d1c08 (benchmarks/README, "price
-    swept") kept 0: at 0.25 the Done-when checks held on fewer runs and the
-    median mean-delay improvement over Kueue fell (+2.9 % -> +0.5 %), while
-    its wasted-work wins were run-specific (less on four runs, more on
-    preemption-heavy seed 2).  Needs a non-zero ``preemption_price`` (and a
-    clock), as all pricing does; the greedy (Kueue) ignores it."""
+    swept") kept 0: at 0.25 all four Done-when checks held on fewer runs (2
+    of 10 against 3) and the median mean-delay improvement over Kueue fell
+    (+1.6 % -> +0.3 %); it wasted less work on eight runs but more on
+    preemption-heavy seed 2 (158.5 GPU-h against 93.0).  Needs a non-zero
+    ``preemption_price`` (and a clock), as all pricing does; the greedy
+    (Kueue) ignores it."""
     finish_window_minutes: int = 5
     """A running workload known to end within this many minutes (Kueue's
     maximum execution time, or its expected duration) is left to finish:
