@@ -79,7 +79,9 @@ class Policy:
     swept") kept 0: at 0.25 all four Done-when checks held on fewer runs (2
     of 10 against 3) and the median mean-delay improvement over Kueue fell
     (+1.6 % -> +0.3 %); it wasted less work on eight runs but more on
-    preemption-heavy seed 2 (158.5 GPU-h against 93.0).  Needs a non-zero
+    preemption-heavy seed 2 (158.5 GPU-h against 93.0).  0.1 held the checks
+    best (all four on 4 runs) at a median delay about Kueue's: the next
+    candidate, once more seeds confirm it.  Needs a non-zero
     ``preemption_price`` (and a clock), as all pricing does; the greedy
     (Kueue) ignores it."""
     finish_window_minutes: int = 5
