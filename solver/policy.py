@@ -75,10 +75,15 @@ class Policy:
     gain, and lower tiers first (the objective before this knob).  Off by
     default: at 0.5 the replays wasted less work than Kueue on 8 of 11 runs
     (3 before) but waited longer (median mean delay -0.7 % against Kueue,
-    +1.8 % without it), and a plan may then run fewer GPUs of a higher tier
-    than Kueue's; a sweep should pick the value (benchmarks/README).  Needs
-    a non-zero ``preemption_price`` (and a clock), as all pricing does; the
-    greedy (Kueue) ignores it."""
+    +1.8 % without it).  The sweep at 74d1c08 (benchmarks/README, "price
+    swept") kept 0: at 0.25 all four Done-when checks held on fewer runs (2
+    of 10 against 3) and the median mean-delay improvement over Kueue fell
+    (+1.6 % -> +0.3 %); it wasted less work on eight runs but more on
+    preemption-heavy seed 2 (158.5 GPU-h against 93.0).  0.1 held the checks
+    best (all four on 4 runs) at a median delay about Kueue's: the next
+    candidate, once more seeds confirm it.  Needs a non-zero
+    ``preemption_price`` (and a clock), as all pricing does; the greedy
+    (Kueue) ignores it."""
     finish_window_minutes: int = 5
     """A running workload known to end within this many minutes (Kueue's
     maximum execution time, or its expected duration) is left to finish:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from placewise.adapters.cli.common import Subparsers
+from placewise.adapters.cli.common import Subparsers, read_policy
 from placewise.benchmarks.replay.config import DURATIONS, SOLVER_NAMES, ReplayConfig
 from placewise.benchmarks.replay.trace import TRACE_FORMATS
 
@@ -128,6 +128,12 @@ def register(subparsers: Subparsers) -> None:
         "report each LocalQueue's usage over time",
     )
     p.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="YAML objective policy for the optimizer, as placewise solve "
+        "reads it (see README, 'Objective'); every solve of the replay uses it",
+    )
+    p.add_argument(
         "--format",
         choices=("table", "json"),
         default="table",
@@ -161,6 +167,7 @@ def configs_of(args: argparse.Namespace) -> list[ReplayConfig]:
             deterministic_time=args.deterministic_time,
             durations=args.durations,
             admission_fair_sharing=args.admission_fair_sharing,
+            policy=args.policy,
         )
         for s in solvers
     ]
@@ -183,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    read_policy(args.policy)  # a bad file: exit 2 naming it, before any replay
     results = []
     for i, config in enumerate(configs):
         try:

@@ -68,6 +68,10 @@ class ReplayConfig:
     """Turn Kueue's admission fair sharing on for every ClusterQueue
     (``replay.afs.REPLAY_AFS``); an instance's own AFS Configuration is
     honoured without it."""
+    policy: str | None = None
+    """``--policy FILE``: the solver's objective settings, as ``placewise
+    solve`` reads them (None = the defaults).  A path, not a ``Policy``, so
+    the config stays plain data and the JSON records which objective ran."""
 
     def check(self) -> None:
         """ValueError naming the bad setting (the CLI turns it into exit 2)."""

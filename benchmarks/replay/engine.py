@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from placewise.adapters.cli.common import read_policy
 from placewise.benchmarks.replay.afs import UsageTracker, with_afs
 from placewise.benchmarks.replay.config import SOLVER_NAMES, ReplayConfig
 from placewise.benchmarks.replay.jobs import Workset, build
@@ -118,7 +119,11 @@ def run_workset(
 ) -> ReplayResult:
     """Replay ready-made work (what :func:`run_replay` builds from ``config``;
     tests and other front ends may build their own).  ``policy``: the
-    solver's objective settings (a sweep varies them; default ``Policy()``)."""
+    solver's objective settings (a sweep varies them); without it the
+    config's ``--policy`` file, else the defaults.  A bad file raises
+    InstanceError naming it, before any solve."""
+    if policy is None:
+        policy = read_policy(config.policy)
     wall = time.perf_counter()
     if config.admission_fair_sharing:
         work = dataclasses.replace(work, base=with_afs(work.base))
@@ -131,7 +136,7 @@ def run_workset(
         warnings=list(work.warnings),
         offered_load=work.offered_load,
     )
-    loop = _Loop(config, work, res, progress, policy or Policy())
+    loop = _Loop(config, work, res, progress, policy)
     try:
         loop.run()
     except Exception as exc:  # a solver crash is that run's failure, reported
