@@ -97,11 +97,9 @@ def _settle_one(
     found = validate(snapshot, restored)
     if key not in _victims(found) and _others(found) <= baseline:
         return restored, found
-    # Who is named changes nothing but the preemption rules: check only those.
-    for candidate in _recredits(snapshot, plan, current, victim):
-        found = preemption.check(Context(snapshot, candidate))
-        if not any(v.workload == key for v in found):
-            return candidate, validate(snapshot, candidate)
+    recredited = _recredited(snapshot, plan, current, victim)
+    if recredited is not None:
+        return recredited, validate(snapshot, recredited)
     for candidate in _withdrawals(plan, current, victim):
         found = validate(snapshot, candidate)
         if key not in _victims(found) and _others(found) <= baseline:
@@ -130,13 +128,9 @@ def _orphans(
         if _others(got) <= _others(found) and _victims(got) <= _victims(found):
             plan, found = restored, got
             continue
-        for candidate in _recredits(snapshot, plan, pre, running[pre.workload]):
-            if not any(
-                v.workload == pre.workload
-                for v in preemption.check(Context(snapshot, candidate))
-            ):
-                plan, found = candidate, validate(snapshot, candidate)
-                break
+        recredited = _recredited(snapshot, plan, pre, running[pre.workload])
+        if recredited is not None:
+            plan, found = recredited, validate(snapshot, recredited)
         else:
             log.warning(
                 "%s stays evicted for %s, which the settled plan does not admit",
@@ -177,6 +171,19 @@ def _make_room(
         for key in sorted(back):
             plan = _without_victim(plan, key)
     return plan, validate(snapshot, plan)
+
+
+def _recredited(
+    snapshot: Snapshot, plan: Plan, pre: PlanPreemption, victim: Workload
+) -> Plan | None:
+    """The first of :func:`_recredits` under which the preemption rules
+    accept the victim, or None.  Who is named changes nothing but those
+    rules, so only they are checked."""
+    for candidate in _recredits(snapshot, plan, pre, victim):
+        found = preemption.check(Context(snapshot, candidate))
+        if not any(v.workload == victim.key for v in found):
+            return candidate
+    return None
 
 
 def _recredits(
