@@ -8,8 +8,8 @@ from placewise.models.validate import validate
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.problem.compile import compile_problem
 from placewise.solver.solve import SolveParams, solve
-from tests.models.test_validate_needed import at
-from tests.models.validate_builders import plan
+from tests.models.test_validate_needed import at, held, job, team
+from tests.models.validate_builders import load, plan
 from tests.solver.test_settle import soak, two_gangs
 
 
@@ -46,3 +46,53 @@ def test_a_gang_of_another_queue_goes_to_the_free_host() -> None:
     p = solve(snap, SolveParams(solver="cpsat", workers=1, deterministic_time=5))
     assert validate(snap, p) == []
     assert sorted(a.workload for a in p.admissions) == ["team-b/hi", "team-c/big"]
+
+
+def _third_team() -> list[dict[str, object]]:
+    """team-a (4 GPUs of quota) beside team-b (12, reclaimWithinCohort
+    Never) and team-c (16, reclaim Any): 32 GPUs on four 8-GPU hosts."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"namespace": "team-a", "name": "lq"},
+            "spec": {"clusterQueue": "team-a"},
+        },
+        team("team-a", 4),
+        team("team-b", 12),
+        team("team-c", 16, reclaimWithinCohort="Any"),
+    ]
+
+
+def test_an_entitled_queue_does_not_lend_its_waiver_to_another() -> None:
+    """team-c may reclaim team-a's borrowing victim on n1, team-b may not.
+    A plan that evicts the victim "for" team-c's 1-GPU job on n2 and puts
+    team-b's gang on n1 breaks ``room-elsewhere``.  The victim's row once
+    waived team-c's whole possible use of n1 in one sum, and team-b's gang
+    fitted in the slack team-c left unused (the Helios replay's refusals:
+    settling withdrew such gangs, and the solve fell back to Kueue's plan)."""
+    snap = load(
+        "teams.yaml",
+        *_third_team(),
+        held("team-a/victim", 8, "n1"),
+        held("team-b/held", 8, "n3"),
+        held("team-c/held", 8, "n4"),
+        job("team-c/rec", 1, priority=100),
+        job("team-b/big", 8),
+    )
+    bad = plan(
+        [at("team-c/rec", 1, "n2"), at("team-b/big", 8, "n1")],
+        preemptions=[("team-a/victim", "team-c/rec", "InCohortReclamation")],
+    )
+    assert "preemption.room-elsewhere" in {v.rule for v in validate(snap, bad)}
+    model = CPModel(compile_problem(snap), CpSatParams(workers=1))
+    assert model.cons.placement.foreign.units, "the family was not built"
+    assert model.hint(bad) is None
+    # The entitled queue may still take the room it is entitled to.
+    fine = plan(
+        [at("team-c/rec", 1, "n1"), at("team-b/big", 8, "n2")],
+        preemptions=[("team-a/victim", "team-c/rec", "InCohortReclamation")],
+    )
+    assert "preemption.room-elsewhere" not in {v.rule for v in validate(snap, fine)}
+    assert model.hint(fine) is not None

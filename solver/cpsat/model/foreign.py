@@ -148,8 +148,11 @@ def _victim_rows(
     pl: Placement, room: ForeignRoom, own: list[str], links: Links
 ) -> None:
     """Per victim and resource: the units of queues not entitled to it fit
-    without its room.  A queue entitled only if a link holds enters with a
-    big-M term on an indicator of those links (one per victim and queue)."""
+    without its room.  A queue entitled only if a link holds is waived by
+    an indicator of those links (one per victim and queue): alone on the
+    leaf, with a big-M term; beside other queues, through its own excess
+    (:func:`_excess`), so that room a waived queue leaves unused never
+    covers another queue's units."""
     layout = pl.layout
     free_of = {c.leaves[0]: c.free for c in layout.classes if c.linear}
     per_leaf: dict[int, list[tuple[int, str, cp_model.IntVar]]] = defaultdict(list)
@@ -159,7 +162,6 @@ def _victim_rows(
         on = layout.victims_on[leaf]
         free = free_of[leaf]
         for vi, _ in on:
-            rows: dict[str, LinearTerms] = defaultdict(list)
             by_queue: dict[str, dict[str, LinearTerms]] = defaultdict(
                 lambda: defaultdict(list)
             )
@@ -167,14 +169,14 @@ def _victim_rows(
                 if q == own[vi]:
                     continue
                 for r, need in layout.shapes[s].request:
-                    rows[r].append((need, f))
                     by_queue[q][r].append((need, f))
             waive: dict[str, cp_model.IntVar] = {}
             for q in sorted(by_queue):
                 ors = links(vi, q)
                 if ors:
                     waive[q] = _any_of(pl, ors, f"W{vi}_{q}")
-            for r, terms in sorted(rows.items()):
+            resources = sorted({r for per in by_queue.values() for r in per})
+            for r in resources:
                 cap = free.get(r, 0)
                 if cap >= 1 << 61:
                     continue
@@ -183,12 +185,34 @@ def _victim_rows(
                     for vj, u in on
                     if vj != vi and u.get(r, 0)
                 ]
-                relief = [
-                    (-sum(c * _ub(x) for c, x in by_queue[q][r]), w)
-                    for q, w in waive.items()
-                    if by_queue[q][r]
-                ]
-                pl.model.add(sum(c * x for c, x in terms + others + relief) <= cap)
+                queues = [q for q in sorted(by_queue) if by_queue[q][r]]
+                terms: LinearTerms = []
+                for q in queues:
+                    mine = by_queue[q][r]
+                    w = waive.get(q)
+                    if w is None:
+                        terms += mine
+                    elif len(queues) == 1:
+                        terms += [*mine, (-sum(c * _ub(x) for c, x in mine), w)]
+                    else:
+                        terms.append((1, _excess(pl, mine, w, f"G{vi}_{q}_{r}")))
+                pl.model.add(sum(c * x for c, x in terms + others) <= cap)
+
+
+def _excess(
+    pl: Placement, mine: LinearTerms, waived: cp_model.IntVar, name: str
+) -> cp_model.IntVar:
+    """A queue's units on the leaf (in one resource) unless ``waived``:
+    ``g >= sum(mine) - M * waived``, ``g >= 0``; the victim's row keeps it
+    as small as that allows."""
+    top = sum(c * _ub(x) for c, x in mine)
+    g = pl.model.new_int_var(0, top, name)
+    pl.model.add(g >= sum(c * x for c, x in mine) - top * waived)
+    pl.derive(
+        g,
+        lambda val: 0 if val[waived.index] else sum(c * val[x.index] for c, x in mine),
+    )
+    return g
 
 
 def _any_of(pl: Placement, ors: list[cp_model.IntVar], name: str) -> cp_model.IntVar:
