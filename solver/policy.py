@@ -103,6 +103,13 @@ class Policy:
     work is nil.  Capped at the victim's own GPUs; priced with the lost
     work (a non-zero price and a clock).  0: only the lost work prices a
     preemption."""
+    aging_minutes: int = 0
+    """Every this many minutes a pending workload waits, its GPUs count
+    once more in its tier (at most AGING_CAP more;
+    :mod:`placewise.solver.cpsat.model.aging`), so that solve after solve
+    the largest gang does not always beat older, smaller work.  0: off
+    (the default; a tier may then end below Kueue's GPUs, see the module).
+    The greedy (Kueue) ignores it."""
     starvation_minutes: int = 30
     """A pending workload that has waited this long gets a reservation
     (:mod:`placewise.solver.reservation`): the room it needs is held
@@ -169,11 +176,12 @@ class Policy:
             raise ValueError(f"{at}finish_window_minutes must be in [0, 10^6]")
         if "moves" in values:
             values["moves"] = parse_moves(values["moves"])
-        wait = values.get("starvation_minutes", 0)
-        if isinstance(wait, bool) or not isinstance(wait, int):
-            raise ValueError(f"{at}starvation_minutes must be an integer")
-        if not 0 <= wait <= 10**6:
-            raise ValueError(f"{at}starvation_minutes must be in [0, 10^6]")
+        for name in ("starvation_minutes", "aging_minutes"):
+            wait = values.get(name, 0)
+            if isinstance(wait, bool) or not isinstance(wait, int):
+                raise ValueError(f"{at}{name} must be an integer")
+            if not 0 <= wait <= 10**6:
+                raise ValueError(f"{at}{name} must be in [0, 10^6]")
         return Policy(**values)
 
 

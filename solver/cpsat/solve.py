@@ -522,7 +522,7 @@ def _worse(
 ) -> bool:
     """Whether ``plan`` ranks below ``warm`` under the objective: GPUs per
     tier, with victims' lost work priced as the model prices it."""
-    if any(st.costs for st in stages):
+    if any(st.costs or st.aged for st in stages):
         mine = priced_vector(snapshot, plan, stages, pol)
         return mine < priced_vector(snapshot, warm, stages, pol)
     return primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol)

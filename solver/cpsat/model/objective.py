@@ -26,6 +26,7 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.timing import aware
 from placewise.models.workload import Workload
 from placewise.solver.cpsat.model.afs import afs_terms
+from placewise.solver.cpsat.model.aging import aged_terms, aged_value
 from placewise.solver.cpsat.model.attribution import attribute
 from placewise.solver.cpsat.model.constraints import Constraints
 from placewise.solver.cpsat.model.fairness import largest_share
@@ -91,6 +92,8 @@ class Stage:
     cross: dict[str, tuple[frozenset[str], frozenset[str]]] = field(
         default_factory=dict
     )
+    aged: bool = False
+    """Waiting GPUs count extra in ``terms`` (:mod:`.aging`)."""
     """Lower-tier victim key -> (this tier's workloads that may evict it,
     those of the tiers between): who takes the charge in a plan
     (:mod:`.attribution`)."""
@@ -104,7 +107,7 @@ class Stage:
         the bound plus that: a valid, if looser, bound on GPUs when priced."""
         priced = sum(self.costs.values())
         got = int((stage_bound + priced - self.other_lo + 1e-6) // self.weight)
-        return min(got, self.gpus_hi) if priced else got
+        return min(got, self.gpus_hi) if priced or self.aged else got
 
 
 class Objective:
@@ -178,14 +181,17 @@ class Objective:
 
     def _tier(self, tier: int) -> Stage:
         gpus, other = self._demand(tier)
+        aged = Criterion(f"aged@{tier}")
+        for coef, var, hi in aged_terms(self.data, self.v, self.policy, tier):
+            aged.add(coef, var, hi)
         weight = other.hi - other.lo + 1
-        terms = [(weight * c, x) for c, x in gpus.terms] + other.terms
+        terms = [(weight * c, x) for c, x in gpus.terms + aged.terms] + other.terms
         priced, lo, costs = self._priced(tier, weight, gpus)
         return Stage(
             f"tier {tier}",
             terms + priced,
             weight * gpus.lo + other.lo + lo,
-            weight * gpus.hi + other.hi,
+            weight * (gpus.hi + aged.hi) + other.hi,
             tier,
             gpus.terms,
             weight,
@@ -194,6 +200,7 @@ class Objective:
             gpus.hi,
             terms,
             {a.key: (a.members, a.between) for a in self.cross.get(tier, [])},
+            bool(aged.terms),
         )
 
     def _priced(
@@ -420,6 +427,7 @@ def priced_vector(
         else:
             f = figs.get(st.tier)
             value = 0 if f is None else st.weight * f.gpus + f.other
+            value += st.weight * aged_value(snapshot, plan, st.tier, pol)
         paid = 0
         for k, u in st.costs.items():
             if k not in evicted:
