@@ -49,8 +49,9 @@ def test_a_gang_of_another_queue_goes_to_the_free_host() -> None:
 
 
 def _third_team() -> list[dict[str, object]]:
-    """team-a (4 GPUs of quota) beside team-b (12, reclaimWithinCohort
-    Never) and team-c (16, reclaim Any): 32 GPUs on four 8-GPU hosts."""
+    """team-a (4 GPUs of quota) beside team-b (12) and team-c (16), both
+    reclaimWithinCohort Any, borrowWithinCohort Never: 32 GPUs on four
+    8-GPU hosts, one cohort."""
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
         {
@@ -60,14 +61,14 @@ def _third_team() -> list[dict[str, object]]:
             "spec": {"clusterQueue": "team-a"},
         },
         team("team-a", 4),
-        team("team-b", 12),
+        team("team-b", 12, reclaimWithinCohort="Any"),
         team("team-c", 16, reclaimWithinCohort="Any"),
     ]
 
 
 def test_an_entitled_queue_does_not_lend_its_waiver_to_another() -> None:
-    """team-c may reclaim team-a's borrowing victim on n1, team-b may not.
-    A plan that evicts the victim "for" team-c's 1-GPU job on n2 and puts
+    """team-c may reclaim team-a's borrowing victim on n1; team-b may not,
+    as its gang would end borrowing (16 of 12).  A plan that evicts the victim "for" team-c's 1-GPU job on n2 and puts
     team-b's gang on n1 breaks ``room-elsewhere``.  The victim's row once
     waived team-c's whole possible use of n1 in one sum, and team-b's gang
     fitted in the slack team-c left unused (the Helios replay's refusals:

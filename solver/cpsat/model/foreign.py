@@ -149,11 +149,23 @@ def _victim_rows(
 ) -> None:
     """Per victim and resource: the units of queues not entitled to it fit
     without its room.  A queue entitled only if a link holds is waived by
-    an indicator of those links (one per victim and queue): alone on the
-    leaf, with a big-M term; beside other queues, through its own excess
-    (:func:`_excess`), so that room a waived queue leaves unused never
-    covers another queue's units."""
+    an indicator of those links (one per victim and queue), with a big-M
+    term.  One row for all queues lets the room one waived queue may take
+    cover another queue's units (a Helios replay's searched plans put a
+    borrowing queue's gang on room a reclaim freed for another queue, and
+    settling withdrew them), so the linked queues of the victim's own
+    cohort also get a row of their own, each through its excess
+    (:func:`_excess`).  Across cohorts a reclaim can hang on a cohort in
+    between borrowing through the plan's admissions, which the links do
+    not see (the validator does): there the shared row stays the rule,
+    else valid plans of Kueue's (multi-team) would not be the model's."""
     layout = pl.layout
+    tree = pl.data.tree
+
+    def beside(q: str, victim_queue: str) -> bool:
+        """Both queues in one cohort: the links say all there is to know."""
+        return tree.node(q).parent is tree.node(victim_queue).parent
+
     free_of = {c.leaves[0]: c.free for c in layout.classes if c.linear}
     per_leaf: dict[int, list[tuple[int, str, cp_model.IntVar]]] = defaultdict(list)
     for (leaf, s, q), f in room.units.items():
@@ -186,17 +198,21 @@ def _victim_rows(
                     if vj != vi and u.get(r, 0)
                 ]
                 queues = [q for q in sorted(by_queue) if by_queue[q][r]]
-                terms: LinearTerms = []
-                for q in queues:
-                    mine = by_queue[q][r]
-                    w = waive.get(q)
-                    if w is None:
-                        terms += mine
-                    elif len(queues) == 1:
-                        terms += [*mine, (-sum(c * _ub(x) for c, x in mine), w)]
-                    else:
-                        terms.append((1, _excess(pl, mine, w, f"G{vi}_{q}_{r}")))
-                pl.model.add(sum(c * x for c, x in terms + others) <= cap)
+                relief = [
+                    (-sum(c * _ub(x) for c, x in by_queue[q][r]), waive[q])
+                    for q in queues
+                    if q in waive
+                ]
+                every = [t for q in queues for t in by_queue[q][r]]
+                pl.model.add(sum(c * x for c, x in every + relief + others) <= cap)
+                strict = [q for q in queues if q in waive and beside(q, own[vi])]
+                if len(strict) < 2:
+                    continue
+                mine = [
+                    (1, _excess(pl, by_queue[q][r], waive[q], f"G{vi}_{q}_{r}"))
+                    for q in strict
+                ]
+                pl.model.add(sum(c * x for c, x in mine + others) <= cap)
 
 
 def _excess(
