@@ -68,11 +68,12 @@ def _third_team() -> list[dict[str, object]]:
 
 def test_an_entitled_queue_does_not_lend_its_waiver_to_another() -> None:
     """team-c may reclaim team-a's borrowing victim on n1; team-b may not,
-    as its gang would end borrowing (16 of 12).  A plan that evicts the victim "for" team-c's 1-GPU job on n2 and puts
-    team-b's gang on n1 breaks ``room-elsewhere``.  The victim's row once
-    waived team-c's whole possible use of n1 in one sum, and team-b's gang
-    fitted in the slack team-c left unused (the Helios replay's refusals:
-    settling withdrew such gangs, and the solve fell back to Kueue's plan)."""
+    as its gang would end borrowing (16 of 12).  A plan that evicts the
+    victim "for" team-c's 1-GPU job on n2 and puts team-b's gang on n1
+    breaks ``room-elsewhere``.  The victim's row once waived team-c's whole
+    possible use of n1 in one sum, and team-b's gang fitted in the slack
+    team-c left unused (the Helios replay's refusals: settling withdrew
+    such gangs, and the solve fell back to Kueue's plan)."""
     snap = load(
         "teams.yaml",
         *_third_team(),
