@@ -28,6 +28,7 @@ from placewise.solver.cpsat.decode.report import (
     unpriced,
     with_greedy,
 )
+from placewise.solver.cpsat.model.aging import below_kueue, hold_at_kueue
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.model.fairness import SCALE
 from placewise.solver.cpsat.model.objective import Stage, priced_vector
@@ -206,6 +207,11 @@ def _solve_cpsat(
     hint = _hint(model, start.warm, hints)
     log.info("cpsat: hint ready at %.1fs", limit.spent())
     floor = _fairness_floor(start, model)
+    aging = params.policy.aging_minutes > 0 and start.kueue is not None
+    if aging and start.kueue is not None and model.hint(start.kueue) is not None:
+        hold_at_kueue(
+            model.model, model.stages, start.snapshot, start.kueue, params.policy
+        )
     end = limit.less_margin()
     # A restricted model's priced tiers are bounded on the unpriced relaxed
     # model after the search (the full model's stages bound their own GPUs).
@@ -373,6 +379,8 @@ def _refused(
     snapshot, warm = start.snapshot, start.warm
     if _worse(snapshot, plan, warm, stages, pol):
         return "the search ended below the warm start"
+    if below_kueue(snapshot, plan, start.kueue, pol):
+        return "the plan runs fewer GPUs than Kueue's"
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:
         return "the plan shares the cohort less fairly"
     # -- interim guard (issue 11), until the model encodes fair sharing: a

@@ -15,11 +15,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from ortools.sat.python import cp_model
 
+from placewise.models.plan import Plan
 from placewise.models.validate import validate
 from placewise.solver.cpsat import CpSatParams, solve_cpsat
-from placewise.solver.cpsat.model.aging import AGING_CAP, age_factor
+from placewise.solver.cpsat.model.aging import (
+    AGING_CAP,
+    age_factor,
+    below_kueue,
+    hold_at_kueue,
+)
+from placewise.solver.cpsat.model.cpmodel import CPModel
+from placewise.solver.greedy import solve_greedy
 from placewise.solver.policy import Policy, tier_figures
+from placewise.solver.problem.compile import compile_problem
 from tests.models.test_validate_needed import GPU, team
 from tests.models.validate_builders import load, pod_set, workload
 from tests.solver.test_waiting import NOW, _running
@@ -71,3 +81,46 @@ def test_the_policy_file_sets_it() -> None:
     assert Policy.from_mapping({"aging_minutes": 30}) == Policy(aging_minutes=30)
     with pytest.raises(ValueError, match="aging_minutes must be an integer"):
         Policy.from_mapping({"aging_minutes": "soon"}, "p.yaml")
+
+
+def test_aging_never_runs_fewer_gpus_than_kueues_plan() -> None:
+    """Held at a plan that admits the younger 8-GPU job (as Kueue would if
+    it had come first), the aged model keeps its 8 GPUs: aging chooses
+    only among plans as good as Kueue's, tier by tier."""
+    snap = _snap()
+    pol = Policy(aging_minutes=10)
+    kueue = solve_greedy(snap)
+    assert {a.workload for a in kueue.admissions} == {OLD}
+    swapped = _swapped(kueue)
+    assert below_kueue(snap, kueue, swapped, pol)
+    assert not below_kueue(snap, swapped, kueue, pol)
+    assert not below_kueue(snap, kueue, swapped, Policy())  # aging off
+    model = CPModel(
+        compile_problem(snap),
+        CpSatParams(workers=1, deterministic_time=2.0, policy=pol),
+    )
+    hold_at_kueue(model.model, model.stages, snap, swapped, pol)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    stage = next(st for st in model.stages if st.tier == 0)
+    model.model.maximize(sum(c * x for c, x in stage.terms))
+    assert solver.solve(model.model) == cp_model.OPTIMAL
+    values = {x.index: solver.value(x) for _c, x in stage.gpus}
+    assert sum(c * values[x.index] for c, x in stage.gpus) == 8
+
+
+def _swapped(plan: Plan) -> Plan:
+    """``plan`` with ``new`` admitted in ``old``'s place."""
+    (a,) = plan.admissions
+    pod = a.pod_set_assignments[0]
+    usage = {**pod.resource_usage, GPU: 8}
+    psa_new = pod.model_copy(update={"resource_usage": usage})
+    return plan.model_copy(
+        update={
+            "admissions": (
+                a.model_copy(
+                    update={"workload": NEW, "pod_set_assignments": (psa_new,)}
+                ),
+            )
+        }
+    )

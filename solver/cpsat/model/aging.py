@@ -12,16 +12,17 @@ queued for m minutes counts its GPUs ``1 + min(AGING_CAP, m // τ)`` times
 in its tier's stage.  The reported tiers stay GPUs; only the choice among
 plans moves.
 
-Off by default (``aging_minutes: 0``): with it on, a tier can end below
-Kueue's GPUs where Kueue admitted the younger, larger work (the optimizer
-then admits older, smaller work), which the suite's "never below the
-greedy" checks reject; holding each tier at Kueue's GPUs while aging
-chooses among those plans is the step to make it a default.
+Aged alone, a tier could end below Kueue's GPUs where Kueue admitted the
+younger, larger work, and the optimizer promises never to run fewer GPUs
+than the greedy: :func:`hold_at_kueue` keeps each aged tier at Kueue's
+GPUs, and the acceptance refuses a plan :func:`below_kueue`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
@@ -30,8 +31,11 @@ from placewise.models.snapshot import Snapshot
 from placewise.models.timing import aware
 from placewise.models.workload import Workload
 from placewise.solver.cpsat.model.variables import Variables
-from placewise.solver.policy import Policy, accelerators
+from placewise.solver.policy import Policy, accelerators, primary_vector, tier_figures
 from placewise.solver.problem.data import ModelData
+
+if TYPE_CHECKING:
+    from placewise.solver.cpsat.model.objective import Stage
 
 AGING_CAP = 8
 """Most extra multiples of a workload's GPUs its wait earns: beyond it an
@@ -92,3 +96,36 @@ def aged_value(snapshot: Snapshot, plan: Plan, tier: int, pol: Policy) -> int:
             if ps is not None:
                 total += accelerators(ps.requests, pol) * psa.count * extra
     return total
+
+
+def hold_at_kueue(
+    model: cp_model.CpModel,
+    stages: Sequence[Stage],
+    snapshot: Snapshot,
+    kueue: Plan,
+    pol: Policy,
+) -> None:
+    """Each aged tier keeps at least the GPUs Kueue's own plan runs there:
+    aging chooses among plans as good as Kueue's, tier by tier, so the
+    optimizer's promise (never below the greedy) holds with it on.  The
+    caller adds the rows only when Kueue's plan is a plan of the model
+    (else they could leave it no solution)."""
+    if pol.aging_minutes <= 0:
+        return
+    empty = Plan(solver=kueue.solver)
+    before = {f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)}
+    after = {f.priority: f.gpus for f in tier_figures(snapshot, kueue, pol)}
+    for st in stages:
+        if st.aged and st.tier is not None:
+            gain = after.get(st.tier, 0) - before.get(st.tier, 0)
+            model.add(sum(c * x for c, x in st.gpus) >= gain)
+
+
+def below_kueue(
+    snapshot: Snapshot, plan: Plan, kueue: Plan | None, pol: Policy
+) -> bool:
+    """With aging on, whether ``plan`` runs fewer GPUs than Kueue's, tier by
+    tier lexicographically (settling can take back what the rows held)."""
+    if pol.aging_minutes <= 0 or kueue is None:
+        return False
+    return primary_vector(snapshot, plan, pol) < primary_vector(snapshot, kueue, pol)
