@@ -107,8 +107,9 @@ class Policy:
     """Every this many minutes a pending workload waits, its GPUs count
     once more in its tier (at most AGING_CAP more;
     :mod:`placewise.solver.cpsat.model.aging`), so that solve after solve
-    the largest gang does not always beat older, smaller work.  0: off
-    (the default; a tier may then end below Kueue's GPUs, see the module).
+    the largest gang does not always beat older, smaller work; each aged
+    tier is held at Kueue's GPUs.  0: off, the default: it helped one replay
+    family and made the Helios window worse (benchmarks/README, stop 30).
     The greedy (Kueue) ignores it."""
     starvation_minutes: int = 30
     """A pending workload that has waited this long gets a reservation
