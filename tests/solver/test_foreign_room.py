@@ -4,6 +4,8 @@ model, while the same cluster's valid plans are."""
 
 from __future__ import annotations
 
+import pytest
+
 from placewise.models.validate import validate
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.problem.compile import compile_problem
@@ -48,7 +50,7 @@ def test_a_gang_of_another_queue_goes_to_the_free_host() -> None:
     assert sorted(a.workload for a in p.admissions) == ["team-b/hi", "team-c/big"]
 
 
-def _third_team() -> list[dict[str, object]]:
+def _third_team(reclaim: str = "Any") -> list[dict[str, object]]:
     """team-a (4 GPUs of quota) beside team-b (12) and team-c (16), both
     reclaimWithinCohort Any, borrowWithinCohort Never: 32 GPUs on four
     8-GPU hosts, one cohort."""
@@ -61,12 +63,13 @@ def _third_team() -> list[dict[str, object]]:
             "spec": {"clusterQueue": "team-a"},
         },
         team("team-a", 4),
-        team("team-b", 12, reclaimWithinCohort="Any"),
+        team("team-b", 12, reclaimWithinCohort=reclaim),
         team("team-c", 16, reclaimWithinCohort="Any"),
     ]
 
 
-def test_an_entitled_queue_does_not_lend_its_waiver_to_another() -> None:
+@pytest.mark.parametrize("reclaim", ["Any", "Never"])
+def test_an_entitled_queue_does_not_lend_its_waiver_to_another(reclaim: str) -> None:
     """team-c may reclaim team-a's borrowing victim on n1; team-b may not,
     as its gang would end borrowing (16 of 12).  A plan that evicts the
     victim "for" team-c's 1-GPU job on n2 and puts team-b's gang on n1
@@ -76,7 +79,7 @@ def test_an_entitled_queue_does_not_lend_its_waiver_to_another() -> None:
     such gangs, and the solve fell back to Kueue's plan)."""
     snap = load(
         "teams.yaml",
-        *_third_team(),
+        *_third_team(reclaim),
         held("team-a/victim", 8, "n1"),
         held("team-b/held", 8, "n3"),
         held("team-c/held", 8, "n4"),

@@ -153,8 +153,8 @@ def _victim_rows(
     term.  One row for all queues lets the room one waived queue may take
     cover another queue's units (a Helios replay's searched plans put a
     borrowing queue's gang on room a reclaim freed for another queue, and
-    settling withdrew them), so the linked queues of the victim's own
-    cohort also get a row of their own, each through its excess
+    settling withdrew them), so the queues of the victim's own cohort also
+    get a row of their own, each linked one through its excess
     (:func:`_excess`).  Across cohorts a reclaim can hang on a cohort in
     between borrowing through the plan's admissions, which the links do
     not see (the validator does): there the shared row stays the rule,
@@ -205,13 +205,16 @@ def _victim_rows(
                 ]
                 every = [t for q in queues for t in by_queue[q][r]]
                 pl.model.add(sum(c * x for c, x in every + relief + others) <= cap)
-                strict = [q for q in queues if q in waive and beside(q, own[vi])]
-                if len(strict) < 2:
+                near = [q for q in queues if beside(q, own[vi])]
+                if len(near) < 2 or not any(q in waive for q in near):
                     continue
-                mine = [
-                    (1, _excess(pl, by_queue[q][r], waive[q], f"G{vi}_{q}_{r}"))
-                    for q in strict
-                ]
+                mine: LinearTerms = []
+                for q in near:
+                    if q in waive:
+                        g = _excess(pl, by_queue[q][r], waive[q], f"G{vi}_{q}_{r}")
+                        mine.append((1, g))
+                    else:
+                        mine += by_queue[q][r]
                 pl.model.add(sum(c * x for c, x in mine + others) <= cap)
 
 
