@@ -207,11 +207,9 @@ def _solve_cpsat(
     hint = _hint(model, start.warm, hints)
     log.info("cpsat: hint ready at %.1fs", limit.spent())
     floor = _fairness_floor(start, model)
-    aging = params.policy.aging_minutes > 0 and start.kueue is not None
-    if aging and start.kueue is not None and model.hint(start.kueue) is not None:
-        hold_at_kueue(
-            model.model, model.stages, start.snapshot, start.kueue, params.policy
-        )
+    kueue = start.kueue if params.policy.aging_minutes > 0 else None
+    if kueue is not None and model.hint(kueue) is not None:
+        hold_at_kueue(model.model, model.stages, start.snapshot, kueue, params.policy)
     end = limit.less_margin()
     # A restricted model's priced tiers are bounded on the unpriced relaxed
     # model after the search (the full model's stages bound their own GPUs).

@@ -42,14 +42,21 @@ AGING_CAP = 8
 old job no longer outweighs any amount of younger work."""
 
 
+def minutes_waited(w: Workload, now: datetime | None) -> int | None:
+    """Whole minutes since the queue order time (a requeue after an eviction
+    restarts it, as Kueue's order does); None without a clock."""
+    since = aware(w.queue_order_timestamp) if now is not None else None
+    if now is None or since is None:
+        return None
+    return max(0, int((now - since).total_seconds()) // 60)
+
+
 def age_factor(w: Workload, now: datetime | None, tau: int) -> int:
     """``1 + min(AGING_CAP, minutes waited // tau)``; 1 without a clock or
-    with aging off.  The wait counts from the queue order time (a requeue
-    after an eviction restarts it, as Kueue's order does)."""
-    since = aware(w.queue_order_timestamp) if now is not None else None
-    if now is None or since is None or tau <= 0:
+    with aging off."""
+    minutes = minutes_waited(w, now)
+    if minutes is None or tau <= 0:
         return 1
-    minutes = max(0, int((now - since).total_seconds()) // 60)
     return 1 + min(AGING_CAP, minutes // tau)
 
 

@@ -23,10 +23,9 @@ from ortools.sat.python import cp_model
 from placewise.models.multicluster import dispatch_costs
 from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
-from placewise.models.timing import aware
 from placewise.models.workload import Workload
 from placewise.solver.cpsat.model.afs import afs_terms
-from placewise.solver.cpsat.model.aging import aged_terms, aged_value
+from placewise.solver.cpsat.model.aging import aged_terms, aged_value, minutes_waited
 from placewise.solver.cpsat.model.attribution import attribute
 from placewise.solver.cpsat.model.constraints import Constraints
 from placewise.solver.cpsat.model.fairness import largest_share
@@ -353,11 +352,8 @@ def wait_weight(w: Workload, now: datetime | None) -> int:
     no clock), 2 after a minute, 6 after an hour, 11 after 17 hours.  The
     wait counts from the queue order time (a requeue after an eviction
     restarts it, as in Kueue's order)."""
-    since = aware(w.queue_order_timestamp) if now is not None else None
-    if now is None or since is None:
-        return 1
-    minutes = max(0, int((now - since).total_seconds()) // 60)
-    return (1 + minutes).bit_length()
+    minutes = minutes_waited(w, now)
+    return 1 if minutes is None else (1 + minutes).bit_length()
 
 
 def pack(criteria: list[Criterion]) -> list[Stage]:
