@@ -111,6 +111,20 @@ class Policy:
     tier is held at Kueue's GPUs.  0: off, the default: it helped one replay
     family and made the Helios window worse (benchmarks/README, stop 30).
     The greedy (Kueue) ignores it."""
+    waste_cap: bool = False
+    """Each plan throws away at most the work Kueue's own plan for the same
+    snapshot throws away (GPUs x time since start, summed over the
+    victims; :mod:`placewise.solver.cpsat.model.waste`).  Kueue's plan
+    stays allowed, so every tier still gets at least Kueue's GPUs; the
+    optimizer picks cheaper victims or none.  Applies where Kueue's plan
+    ran (not on the large path) and needs a clock and a non-zero
+    ``preemption_price``, as all pricing does."""
+    keep_kueue_admissions: bool = False
+    """Every workload Kueue's own plan for the same snapshot admits is
+    admitted (:mod:`placewise.solver.cpsat.model.kueue_floor`): the
+    optimizer adds to Kueue's choice and places it better, but never
+    trades an older job for a larger one.  Where Kueue's plan ran (not on
+    the large path)."""
     starvation_minutes: int = 30
     """A pending workload that has waited this long gets a reservation
     (:mod:`placewise.solver.reservation`): the room it needs is held
@@ -159,7 +173,15 @@ class Policy:
             raise ValueError(f"{at}demand_scale must be an integer")
         if not 1 <= scale <= 10**6:
             raise ValueError(f"{at}demand_scale must be in [1, 10^6]")
-        for name in ("preemption", "topology", "fragmentation", "borrowing", "waiting"):
+        for name in (
+            "preemption",
+            "topology",
+            "fragmentation",
+            "borrowing",
+            "waiting",
+            "waste_cap",
+            "keep_kueue_admissions",
+        ):
             if not isinstance(values.get(name, True), bool):
                 raise ValueError(f"{at}{name} must be true or false")
         for name in ("preemption_price", "reversal_gpus", "cross_tier_price"):

@@ -28,9 +28,10 @@ from placewise.solver.cpsat.decode.report import (
     unpriced,
     with_greedy,
 )
-from placewise.solver.cpsat.model.aging import below_kueue, hold_at_kueue
+from placewise.solver.cpsat.model.aging import below_kueue
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.model.fairness import SCALE
+from placewise.solver.cpsat.model.kueue_floor import hold_at_kueue, short_of
 from placewise.solver.cpsat.model.objective import Stage, priced_vector
 from placewise.solver.cpsat.search.ceiling import relaxed_tiers
 from placewise.solver.cpsat.search.partition import (
@@ -138,8 +139,10 @@ def _warm_start(
     greedy = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
     pol = params.policy
     fair = snapshot.fair_sharing.enable  # Kueue's plan sets the fairness floor
-    if not fair and primary_vector(snapshot, bfd, pol) > primary_vector(
-        snapshot, greedy, pol
+    if (
+        not fair
+        and primary_vector(snapshot, bfd, pol) > primary_vector(snapshot, greedy, pol)
+        and short_of(lost_work(snapshot, pol), bfd, greedy, pol) is None
     ):
         return bfd, dict(outcome.reasons), greedy
     return greedy, dict(outcome.reasons), greedy
@@ -207,9 +210,8 @@ def _solve_cpsat(
     hint = _hint(model, start.warm, hints)
     log.info("cpsat: hint ready at %.1fs", limit.spent())
     floor = _fairness_floor(start, model)
-    kueue = start.kueue if params.policy.aging_minutes > 0 else None
-    if kueue is not None and model.hint(kueue) is not None:
-        hold_at_kueue(model.model, model.stages, start.snapshot, kueue, params.policy)
+    if start.kueue is not None:
+        hold_at_kueue(model, start.snapshot, start.kueue, params.policy)
     end = limit.less_margin()
     # A restricted model's priced tiers are bounded on the unpriced relaxed
     # model after the search (the full model's stages bound their own GPUs).
@@ -379,6 +381,9 @@ def _refused(
         return "the search ended below the warm start"
     if below_kueue(snapshot, plan, start.kueue, pol):
         return "the plan runs fewer GPUs than Kueue's"
+    short = short_of(lost_work(snapshot, pol), plan, start.kueue, pol)
+    if short is not None:
+        return short
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:
         return "the plan shares the cohort less fairly"
     # -- interim guard (issue 11), until the model encodes fair sharing: a

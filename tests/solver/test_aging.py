@@ -24,7 +24,7 @@ from placewise.solver.cpsat.model.aging import (
     AGING_CAP,
     age_factor,
     below_kueue,
-    hold_at_kueue,
+    hold_tiers,
 )
 from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.greedy import solve_greedy
@@ -99,7 +99,7 @@ def test_aging_never_runs_fewer_gpus_than_kueues_plan() -> None:
         compile_problem(snap),
         CpSatParams(workers=1, deterministic_time=2.0, policy=pol),
     )
-    hold_at_kueue(model.model, model.stages, snap, swapped, pol)
+    hold_tiers(model.model, model.stages, snap, swapped, pol)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     stage = next(st for st in model.stages if st.tier == 0)

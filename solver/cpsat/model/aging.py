@@ -14,7 +14,7 @@ plans moves.
 
 Aged alone, a tier could end below Kueue's GPUs where Kueue admitted the
 younger, larger work, and the optimizer promises never to run fewer GPUs
-than the greedy: :func:`hold_at_kueue` keeps each aged tier at Kueue's
+than the greedy: :func:`hold_tiers` keeps each aged tier at Kueue's
 GPUs, and the acceptance refuses a plan :func:`below_kueue`.
 """
 
@@ -105,7 +105,7 @@ def aged_value(snapshot: Snapshot, plan: Plan, tier: int, pol: Policy) -> int:
     return total
 
 
-def hold_at_kueue(
+def hold_tiers(
     model: cp_model.CpModel,
     stages: Sequence[Stage],
     snapshot: Snapshot,
