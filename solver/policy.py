@@ -111,6 +111,11 @@ class Policy:
     tier is held at Kueue's GPUs.  0: off, the default: it helped one replay
     family and made the Helios window worse (benchmarks/README, stop 30).
     The greedy (Kueue) ignores it."""
+    job_gpus: int = 0
+    """Each pending workload admitted counts this many GPUs more in its
+    tier (:mod:`placewise.solver.cpsat.model.aging`), with each such tier
+    held at Kueue's GPUs: among plans that run as much as Kueue's, the one
+    that starts the most jobs.  0: off.  The greedy (Kueue) ignores it."""
     waste_cap: bool = False
     """Each plan throws away at most the work Kueue's own plan for the same
     snapshot throws away (GPUs x time since start, summed over the
@@ -132,6 +137,12 @@ class Policy:
     past the threshold excepted), and backfill goes only where it does not
     take that room.  0: no reservations, as in
     Kueue; ``--solver greedy`` (Kueue's cycles) ignores it."""
+
+    @property
+    def weighs_jobs(self) -> bool:
+        """Whether a tier values workloads beyond their GPUs (aging, the
+        per-job count): such tiers are held at Kueue's GPUs."""
+        return self.aging_minutes > 0 or self.job_gpus > 0
 
     @property
     def move_rules(self) -> MoveRules:
@@ -199,7 +210,7 @@ class Policy:
             raise ValueError(f"{at}finish_window_minutes must be in [0, 10^6]")
         if "moves" in values:
             values["moves"] = parse_moves(values["moves"])
-        for name in ("starvation_minutes", "aging_minutes"):
+        for name in ("starvation_minutes", "aging_minutes", "job_gpus"):
             wait = values.get(name, 0)
             if isinstance(wait, bool) or not isinstance(wait, int):
                 raise ValueError(f"{at}{name} must be an integer")

@@ -124,3 +124,39 @@ def _swapped(plan: Plan) -> Plan:
             )
         }
     )
+
+
+def _three(a_created: str, bc_created: str) -> Any:
+    """8 GPUs free; ``a`` wants all 8, ``b`` and ``c`` 3 each."""
+    runs = [_running(f"team-c/r{i}", h) for i, h in enumerate(("n1", "n2", "n3"))]
+    jobs = [
+        _job("team-c/a", 8, a_created),
+        _job("team-c/b", 3, bc_created),
+        _job("team-c/c", 3, bc_created),
+    ]
+    return load("teams.yaml", team("team-b", 0), team("team-c", 32), *runs, *jobs)
+
+
+def _solved(snap: Any, pol: Policy) -> set[str]:
+    params = CpSatParams(time_limit=5.0, workers=1, deterministic_time=2.0, policy=pol)
+    plan = solve_cpsat(snap, params)
+    assert validate(snap, plan) == []
+    return {a.workload for a in plan.admissions}
+
+
+def test_job_gpus_start_more_jobs_where_kueue_runs_no_more_gpus() -> None:
+    """Kueue takes the older ``b`` and ``c`` (6 GPUs); "GPUs now" the
+    younger ``a`` (8); at 4 GPUs a job the two jobs outweigh it."""
+    snap = _three(NOW, "2026-01-01T00:35:00Z")
+    kueue = {a.workload for a in solve_greedy(snap).admissions}
+    assert kueue == {"team-c/b", "team-c/c"}
+    assert _solved(snap, Policy()) == {"team-c/a"}
+    assert _solved(snap, Policy(job_gpus=4)) == {"team-c/b", "team-c/c"}
+
+
+def test_job_gpus_never_run_fewer_gpus_than_kueue() -> None:
+    """With ``a`` the older, Kueue runs its 8 GPUs: the tier is held there,
+    so the count of jobs does not trade them for 6."""
+    snap = _three("2026-01-01T00:35:00Z", NOW)
+    assert {a.workload for a in solve_greedy(snap).admissions} == {"team-c/a"}
+    assert _solved(snap, Policy(job_gpus=4)) == {"team-c/a"}

@@ -66,6 +66,12 @@ def aged_terms(
     """(coefficient, variable, its upper bound): the extra GPU value of the
     tier's pending pod sets, beyond the GPUs the tier already counts."""
     out: list[tuple[int, cp_model.IntVar, int]] = []
+    if not pol.weighs_jobs:
+        return out
+    if pol.job_gpus > 0:
+        for wd in data.workloads:
+            if wd.info.priority == tier:
+                out.append((pol.job_gpus, v.workloads[wd.idx].admit, 1))
     if pol.aging_minutes <= 0:
         return out
     now = data.snapshot.now
@@ -87,13 +93,14 @@ def aged_terms(
 def aged_value(snapshot: Snapshot, plan: Plan, tier: int, pol: Policy) -> int:
     """The same extra for a plan's admissions (the acceptance ranks plans
     as the model does)."""
-    if pol.aging_minutes <= 0:
+    if not pol.weighs_jobs:
         return 0
     total = 0
     for a in plan.admissions:
         w = snapshot.workloads[a.workload]
-        if w.priority != tier:
-            continue
+        if w.priority != tier or w.is_running:
+            continue  # a move is no new start
+        total += pol.job_gpus
         extra = age_factor(w, snapshot.now, pol.aging_minutes) - 1
         if extra <= 0:
             continue
@@ -117,7 +124,7 @@ def hold_tiers(
     optimizer's promise (never below the greedy) holds with it on.  The
     caller adds the rows only when Kueue's plan is a plan of the model
     (else they could leave it no solution)."""
-    if pol.aging_minutes <= 0:
+    if not pol.weighs_jobs:
         return
     empty = Plan(solver=kueue.solver)
     before = {f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)}
@@ -133,6 +140,6 @@ def below_kueue(
 ) -> bool:
     """With aging on, whether ``plan`` runs fewer GPUs than Kueue's, tier by
     tier lexicographically (settling can take back what the rows held)."""
-    if pol.aging_minutes <= 0 or kueue is None:
+    if not pol.weighs_jobs or kueue is None:
         return False
     return primary_vector(snapshot, plan, pol) < primary_vector(snapshot, kueue, pol)
