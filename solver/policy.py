@@ -145,6 +145,12 @@ class Policy:
         return self.aging_minutes > 0 or self.job_gpus > 0
 
     @property
+    def held_at_kueue(self) -> bool:
+        """Whether some rows hold a plan at Kueue's own for the snapshot
+        (:mod:`placewise.solver.cpsat.model.kueue_floor`)."""
+        return self.weighs_jobs or self.waste_cap or self.keep_kueue_admissions
+
+    @property
     def move_rules(self) -> MoveRules:
         """The move rules, lost work counted in this policy's GPUs and
         priced at its ``preemption_price`` unless ``moves.price`` says."""

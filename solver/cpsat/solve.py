@@ -139,10 +139,13 @@ def _warm_start(
     greedy = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
     pol = params.policy
     fair = snapshot.fair_sharing.enable  # Kueue's plan sets the fairness floor
+    # Held at Kueue's plan (aging, job_gpus, waste_cap, ...), the warm start
+    # is Kueue's: best-fit may break the rows, and the search's incumbent
+    # must be a plan of the model as it is searched.
     if (
         not fair
+        and not pol.held_at_kueue
         and primary_vector(snapshot, bfd, pol) > primary_vector(snapshot, greedy, pol)
-        and short_of(lost_work(snapshot, pol), bfd, greedy, pol) is None
     ):
         return bfd, dict(outcome.reasons), greedy
     return greedy, dict(outcome.reasons), greedy
@@ -207,11 +210,11 @@ def _solve_cpsat(
     model, restricted = _build(start, params, limit)
     if limit.remaining() < MIN_BUDGET:
         return _fallback(start.warm, limit, "building the model used the time limit")
+    if start.kueue is not None:  # before the hint, which must keep its rows
+        hold_at_kueue(model, start.snapshot, start.kueue, params.policy)
     hint = _hint(model, start.warm, hints)
     log.info("cpsat: hint ready at %.1fs", limit.spent())
     floor = _fairness_floor(start, model)
-    if start.kueue is not None:
-        hold_at_kueue(model, start.snapshot, start.kueue, params.policy)
     end = limit.less_margin()
     # A restricted model's priced tiers are bounded on the unpriced relaxed
     # model after the search (the full model's stages bound their own GPUs).

@@ -14,9 +14,12 @@ plan is validated.
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
+from placewise.benchmarks.replay import ReplayConfig
+from placewise.benchmarks.replay.engine import run_replay
 from placewise.models.snapshot import Snapshot
 from placewise.solver.policy import Policy
 from placewise.solver.solve import SolveParams, solve
@@ -84,3 +87,27 @@ def test_the_knobs_are_checked() -> None:
         with pytest.raises(ValueError, match=name):
             Policy.from_mapping({name: "yes"})
         assert getattr(Policy.from_mapping({name: True}), name) is True
+
+
+def test_a_replay_held_at_kueue_runs_through(tmp_path: Path) -> None:
+    """The rows go in before the warm start becomes the search's hint, and
+    the warm start is Kueue's plan: at 8c6b194 the `multi-team` replay's
+    solve at 15 minutes took a best-fit warm start that broke the tier
+    holds as its incumbent, fixed a stage at a value no plan of the model
+    reaches, and CP-SAT aborted the process on the infeasible stage."""
+    path = tmp_path / "held.yaml"
+    path.write_text("job_gpus: 32\nwaste_cap: true\n")
+    config = ReplayConfig(
+        family="multi-team",
+        arrivals=60,
+        hours=0.26,
+        seed=1,
+        solver="cpsat",
+        workers=1,
+        time_limit=30,
+        deterministic_time=0.5,
+        policy=str(path),
+    )
+    res = run_replay(config)
+    assert res.ok, res.error
+    assert res.metrics()["preemptions"] > 0

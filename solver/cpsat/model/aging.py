@@ -72,6 +72,9 @@ def aged_terms(
         for wd in data.workloads:
             if wd.info.priority == tier:
                 out.append((pol.job_gpus, v.workloads[wd.idx].admit, 1))
+        for vd, x in zip(data.victims, v.victims, strict=True):
+            if vd.info.priority == tier:  # an evicted job waits again
+                out.append((-pol.job_gpus, x, 1))
     if pol.aging_minutes <= 0:
         return out
     now = data.snapshot.now
@@ -109,6 +112,9 @@ def aged_value(snapshot: Snapshot, plan: Plan, tier: int, pol: Policy) -> int:
             ps = spec.get(psa.name)
             if ps is not None:
                 total += accelerators(ps.requests, pol) * psa.count * extra
+    for p in plan.preemptions:
+        if snapshot.workloads[p.workload].priority == tier:
+            total -= pol.job_gpus
     return total
 
 
@@ -119,20 +125,24 @@ def hold_tiers(
     kueue: Plan,
     pol: Policy,
 ) -> None:
-    """Each aged tier keeps at least the GPUs Kueue's own plan runs there:
-    aging chooses among plans as good as Kueue's, tier by tier, so the
-    optimizer's promise (never below the greedy) holds with it on.  The
-    caller adds the rows only when Kueue's plan is a plan of the model
-    (else they could leave it no solution)."""
+    """Each aged tier keeps at least what Kueue's own plan runs there, GPUs
+    first, then other demand (the pair the acceptance compares,
+    :func:`below_kueue`): aging and the job count choose among plans as
+    good as Kueue's, tier by tier, so the optimizer's promise (never below
+    the greedy) holds with them on.  The caller adds the rows only when
+    Kueue's plan is a plan of the model (else they could leave it no
+    solution)."""
     if not pol.weighs_jobs:
         return
     empty = Plan(solver=kueue.solver)
-    before = {f.priority: f.gpus for f in tier_figures(snapshot, empty, pol)}
-    after = {f.priority: f.gpus for f in tier_figures(snapshot, kueue, pol)}
+    before = {f.priority: f for f in tier_figures(snapshot, empty, pol)}
+    after = {f.priority: f for f in tier_figures(snapshot, kueue, pol)}
     for st in stages:
-        if st.aged and st.tier is not None:
-            gain = after.get(st.tier, 0) - before.get(st.tier, 0)
-            model.add(sum(c * x for c, x in st.gpus) >= gain)
+        if st.aged and st.tier is not None and st.tier in after:
+            b, a = before[st.tier], after[st.tier]
+            gain = st.weight * (a.gpus - b.gpus) + a.other - b.other
+            terms = [(st.weight * c, x) for c, x in st.gpus] + st.other
+            model.add(sum(c * x for c, x in terms) >= gain)
 
 
 def below_kueue(

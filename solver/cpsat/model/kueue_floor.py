@@ -52,8 +52,7 @@ def plan_waste(lost: LostWork, plan: Plan) -> int:
 def hold_at_kueue(model: CPModel, snapshot: Snapshot, kueue: Plan, pol: Policy) -> None:
     """The rows the policy asks for (these two, and aging's hold of its
     tiers, :func:`placewise.solver.cpsat.model.aging.hold_tiers`)."""
-    held = pol.weighs_jobs or pol.waste_cap or pol.keep_kueue_admissions
-    if not held or model.hint(kueue) is None:
+    if not pol.held_at_kueue or model.hint(kueue) is None:
         return
     hold_tiers(model.model, model.stages, snapshot, kueue, pol)
     data, v = model.data, model.vars

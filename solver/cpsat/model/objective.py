@@ -93,6 +93,9 @@ class Stage:
     )
     aged: bool = False
     """Waiting GPUs count extra in ``terms`` (:mod:`.aging`)."""
+    other: Terms = field(default_factory=list)
+    """Other demand terms alone: with ``gpus`` x ``weight``, the tier as
+    Kueue's plan is held to (:func:`.aging.hold_tiers`)."""
     """Lower-tier victim key -> (this tier's workloads that may evict it,
     those of the tiers between): who takes the charge in a plan
     (:mod:`.attribution`)."""
@@ -200,6 +203,7 @@ class Objective:
             terms,
             {a.key: (a.members, a.between) for a in self.cross.get(tier, [])},
             bool(aged.terms),
+            other.terms,
         )
 
     def _priced(
