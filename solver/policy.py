@@ -113,13 +113,16 @@ class Policy:
     The greedy (Kueue) ignores it."""
     job_gpus: int = 0
     """Each pending workload admitted counts this many GPUs more in its
-    tier (:mod:`placewise.solver.cpsat.model.aging`), with each such tier
-    held at Kueue's GPUs: among plans that run as much as Kueue's, the one
-    that starts the most jobs.  0: off.  The greedy (Kueue) ignores it."""
+    tier, and each of the tier's evictions this many less
+    (:mod:`placewise.solver.cpsat.model.aging`), with each such tier held
+    at Kueue's (GPUs, other demand): among plans that run as much as
+    Kueue's, the one that starts the most jobs.  0: off, the default: at
+    32 the replays waited no less (benchmarks/README, stop 31).  The greedy
+    (Kueue) ignores it."""
     waste_cap: bool = False
     """Each plan throws away at most the work Kueue's own plan for the same
     snapshot throws away (GPUs x time since start, summed over the
-    victims; :mod:`placewise.solver.cpsat.model.waste`).  Kueue's plan
+    victims; :mod:`placewise.solver.cpsat.model.kueue_floor`).  Kueue's plan
     stays allowed, so every tier still gets at least Kueue's GPUs; the
     optimizer picks cheaper victims or none.  Applies where Kueue's plan
     ran (not on the large path) and needs a clock and a non-zero

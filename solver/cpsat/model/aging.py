@@ -148,8 +148,9 @@ def hold_tiers(
 def below_kueue(
     snapshot: Snapshot, plan: Plan, kueue: Plan | None, pol: Policy
 ) -> bool:
-    """With aging on, whether ``plan`` runs fewer GPUs than Kueue's, tier by
-    tier lexicographically (settling can take back what the rows held)."""
+    """With aging or the job count on, whether ``plan`` runs less than
+    Kueue's, (GPUs, other demand) tier by tier lexicographically (settling
+    can take back what the rows held)."""
     if not pol.weighs_jobs or kueue is None:
         return False
     return primary_vector(snapshot, plan, pol) < primary_vector(snapshot, kueue, pol)

@@ -11,8 +11,10 @@ tried traded waiting for waste.  And where "GPUs now" prefers one large
 gang to two older mid-sized ones, those wait solve after solve while
 Kueue's first-in-first-out lets them in.
 
-Two policy knobs, each one row set against Kueue's plan for the same
-snapshot (the greedy the warm start runs anyway):
+Two policy knobs, each a row set against Kueue's plan for the same
+snapshot (the greedy the warm start runs anyway); the tier holds of aging
+and ``job_gpus`` (:func:`placewise.solver.cpsat.model.aging.hold_tiers`)
+go in from here too:
 
 - ``waste_cap``: the plan's lost work -- GPUs x time since start, the
   replay's "wasted GPU-hours" exactly -- is at most what Kueue's plan
@@ -22,9 +24,12 @@ snapshot (the greedy the warm start runs anyway):
   admitted (anywhere the model likes): the optimizer adds to Kueue's
   choice, never trades an older job for a larger one.
 
-Kueue's plan satisfies both, so they are added only when it is a plan of
-the model (they can never leave it without a solution), and every tier
-stays at least Kueue's, lexicographically.
+Kueue's plan satisfies them all, so they are added only when it is a
+plan of the model (they can never leave it without a solution), before
+the warm start becomes the search's hint, and with any of them on the
+warm start is Kueue's plan: an incumbent that breaks a row would fix a
+stage at a value no plan reaches (CP-SAT aborted the process on it).
+Every tier stays at least Kueue's, lexicographically.
 """
 
 from __future__ import annotations
@@ -50,8 +55,8 @@ def plan_waste(lost: LostWork, plan: Plan) -> int:
 
 
 def hold_at_kueue(model: CPModel, snapshot: Snapshot, kueue: Plan, pol: Policy) -> None:
-    """The rows the policy asks for (these two, and aging's hold of its
-    tiers, :func:`placewise.solver.cpsat.model.aging.hold_tiers`)."""
+    """The rows the policy asks for, when Kueue's plan is a plan of the
+    model."""
     if not pol.held_at_kueue or model.hint(kueue) is None:
         return
     hold_tiers(model.model, model.stages, snapshot, kueue, pol)

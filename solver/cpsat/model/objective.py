@@ -91,14 +91,14 @@ class Stage:
     cross: dict[str, tuple[frozenset[str], frozenset[str]]] = field(
         default_factory=dict
     )
-    aged: bool = False
-    """Waiting GPUs count extra in ``terms`` (:mod:`.aging`)."""
-    other: Terms = field(default_factory=list)
-    """Other demand terms alone: with ``gpus`` x ``weight``, the tier as
-    Kueue's plan is held to (:func:`.aging.hold_tiers`)."""
     """Lower-tier victim key -> (this tier's workloads that may evict it,
     those of the tiers between): who takes the charge in a plan
     (:mod:`.attribution`)."""
+    aged: bool = False
+    """Waiting GPUs (or started jobs) count extra in ``terms`` (:mod:`.aging`)."""
+    other: Terms = field(default_factory=list)
+    """Other demand terms alone: with ``gpus`` x ``weight``, the tier as
+    Kueue's plan is held to (:func:`.aging.hold_tiers`)."""
 
     def value(self, values: dict[int, int]) -> int:
         return sum(c * values[x.index] for c, x in self.terms)
