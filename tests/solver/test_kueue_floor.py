@@ -105,7 +105,7 @@ def test_a_replay_held_at_kueue_runs_through(tmp_path: Path) -> None:
         solver="cpsat",
         workers=1,
         time_limit=30,
-        deterministic_time=0.5,
+        deterministic_time=0.2,  # aborts at 8c6b194 as at 0.5, in half the time
         policy=str(path),
     )
     res = run_replay(config)
