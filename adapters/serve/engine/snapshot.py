@@ -437,8 +437,15 @@ class SnapshotBuilder:
 
     def _adjust(self, workloads: dict[str, Workload], now: float) -> None:
         """PDB-protected victims are not preemptible for a while; victims we are
-        already evicting are reused first (Kueue's candidate order, rule 1)."""
+        already evicting are reused first (Kueue's candidate order, rule 1).
+
+        An eviction is over once its victim holds no quota: a victim admitted
+        again later is a new decision of the loop, and stability keeps it
+        only if it does not read as still being evicted."""
         self.protected = {k: t for k, t in self.protected.items() if t > now}
+        self.evicting.intersection_update(
+            k for k, w in workloads.items() if w.is_running
+        )
         for key in list(workloads):
             w = workloads[key]
             if key in self.protected and w.is_running:
@@ -449,4 +456,3 @@ class SnapshotBuilder:
                 and not w.evicted
             ):
                 workloads[key] = w.model_copy(update={"evicted": True})
-        self.evicting &= set(workloads)

@@ -86,6 +86,39 @@ _FINGERPRINTS: dict[str, Callable[[JSON], Any]] = {
 }
 
 
+def _version(obj: JSON) -> tuple[Any, int | None]:
+    meta = obj.get("metadata") or {}
+    try:
+        rv = int(str(meta.get("resourceVersion")))
+    except ValueError:
+        rv = None
+    return meta.get("uid"), rv
+
+
+def is_older(new: JSON, cached: JSON | None) -> bool:
+    """Is ``new`` an earlier version of the ``cached`` object?
+
+    The cache takes the sidecar's own writes at once (each write's response,
+    or the re-read after a conflict), so a watch event already on its way,
+    or a list served before the write, can carry the object as it was before
+    it.  Applied, it would undo the write in the cache: a Workload the loop
+    re-admitted would read as still being evicted, no longer protected by
+    :mod:`placewise.adapters.serve.engine.stability`, and a re-solve could
+    take it back with nothing changed.  Versions of the same object (same
+    UID) are compared as the integers every apiserver serves (etcd's
+    revisions); one that is not an integer is never called older.
+    """
+    if cached is None:
+        return False
+    (uid_new, rv_new), (uid_old, rv_old) = _version(new), _version(cached)
+    return (
+        uid_new == uid_old
+        and rv_new is not None
+        and rv_old is not None
+        and rv_new < rv_old
+    )
+
+
 class Cache:
     """Objects by kind and key; a change counter; our own writes as expectations.
 
@@ -105,9 +138,13 @@ class Cache:
         self._cond.notify_all()
 
     def replace(self, kind: str, items: list[JSON]) -> None:
-        fresh = {key_of(o): o for o in items}
         with self._cond:
             old = self._objects.get(kind)
+            fresh = {}
+            for o in items:
+                key = key_of(o)
+                cached = (old or {}).get(key)
+                fresh[key] = cached if cached is not None and is_older(o, cached) else o
             self._objects[kind] = fresh
             self._synced.add(kind)
             if (
@@ -139,13 +176,17 @@ class Cache:
         key = key_of(obj)
         with self._cond:
             table = self._objects.setdefault(kind, {})
-            if event == "DELETED":
-                if table.pop(key, None) is not None:
-                    self._bump()
-                uid = (obj.get("metadata") or {}).get("uid")
-                self._bound.pop(str(uid), None)
-                return
             old = table.get(key)
+            uid = (obj.get("metadata") or {}).get("uid")
+            if event == "DELETED":
+                self._bound.pop(str(uid), None)
+                old_uid = (old or {}).get("metadata", {}).get("uid")
+                if old is not None and (uid is None or old_uid in (None, uid)):
+                    del table[key]  # not a newer object of the same name
+                    self._bump()
+                return
+            if is_older(obj, old):
+                return
             table[key] = obj
             if old is None or self._changed(kind, old, obj):
                 self._bump()

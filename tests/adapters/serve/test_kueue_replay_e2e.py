@@ -176,8 +176,13 @@ def test_replay_window_through_serve(harness_factory: Callable[..., Harness]) ->
             if before is None:
                 continue
             (keys_a, done_a), (keys_e, done_e) = inputs(before), inputs(state)
+            ids = [id(s) for s in published]
+            between = published[ids.index(id(before)) : ids.index(id(state)) + 1]
+            why = [s.built.change for s in between]
+            kept = [p.workload in s.built.kept for s in between]
             assert keys_e - keys_a or done_e - done_a, (
-                f"{p.workload} admitted and evicted with no arrival or finish between"
+                f"{p.workload} admitted and evicted with no arrival or finish"
+                f" between; why each plan was free: {why}, the victim kept: {kept}"
             )
         for a in state.plan.admissions:
             admitted_by.setdefault(a.workload, state)

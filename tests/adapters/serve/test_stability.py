@@ -199,3 +199,44 @@ def test_a_planned_move_stays_open_when_nothing_changed() -> None:
     base = Baseline.of(facts, plan)
     assert base.victims == frozenset({"ml/a", "ml/b"})
     assert held_back(t["workloads"], base, facts) == (None, frozenset({"ml/mine"}))
+
+
+def test_a_victim_admitted_again_is_kept_like_any_other() -> None:
+    """The evictor marks its victims as being evicted until the eviction is
+    over.  Once the victim's reservation is released and the loop admits it
+    again, that admission is a decision like any other: with nothing changed
+    since, the next solve keeps it (a victim still read as evicted was free
+    to take back, and the live replay saw it taken back)."""
+    from placewise.adapters.serve.engine.gangs import GangSources
+    from placewise.adapters.serve.engine.snapshot import SnapshotBuilder
+    from placewise.adapters.serve.kube.informer import Cache
+    from tests.adapters.serve.conftest import serve_config
+
+    cache = Cache()
+    for obj in [*kueue_objects(), *BASE]:
+        cache.apply(obj["kind"], "ADDED", obj)
+    builder = SnapshotBuilder(
+        cache, serve_config(mode="kueue"), lambda pod: False, GangSources
+    )
+    builder.evicting.add("ml/mine")  # what the evictor does once it wrote
+    assert builder.build(0.0).snapshot.workloads["ml/mine"].evicted
+    evicted = {
+        "type": "Evicted",
+        "status": "True",
+        "reason": "Preempted",
+        "message": "m",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    released = workload("mine", 1, 4)
+    released["status"] = {"conditions": [evicted]}
+    cache.apply("Workload", "MODIFIED", released)
+    assert not builder.build(1.0).snapshot.workloads["ml/mine"].is_running
+    again = admitted(workload("mine", 1, 4), {**evicted, "status": "False"})
+    cache.apply("Workload", "MODIFIED", again)
+    first = builder.build(2.0)
+    assert not first.snapshot.workloads["ml/mine"].evicted
+    nothing = Plan(solver=SolverInfo(name="cpsat", status="OPTIMAL"))
+    built = builder.build(3.0, Baseline.of(first.facts, nothing))
+    assert built.change is None
+    assert "ml/mine" in built.kept
+    assert built.snapshot.workloads["ml/mine"].preemptible is False
