@@ -63,7 +63,7 @@ from placewise.solver.kueue.fairsharing import (
     final_state_violations,
     largest_weighted_share,
 )
-from placewise.solver.lost_work import lost_work
+from placewise.solver.lost_work import LostWork, lost_work
 from placewise.solver.policy import Policy, primary_vector
 from placewise.solver.problem.compile import Problem, compile_problem
 from placewise.solver.problem.layout import plan_domains, restrict
@@ -210,9 +210,15 @@ def _solve_cpsat(
     model, restricted = _build(start, params, limit)
     if limit.remaining() < MIN_BUDGET:
         return _fallback(start.warm, limit, "building the model used the time limit")
+    held = None
     if start.kueue is not None:  # before the hint, which must keep its rows
-        hold_at_kueue(model, start.snapshot, start.kueue, params.policy)
-    hint = _hint(model, start.warm, hints)
+        held = hold_at_kueue(model, start.snapshot, start.kueue, params.policy)
+    # Kueue's plan meets the rows it sets: when it is the warm start (as it
+    # is with any hold on), its values are the hint, checked once.
+    if held is not None and start.warm == start.kueue:
+        hint: dict[int, int] | None = held
+    else:
+        hint = _hint(model, start.warm, hints)
     log.info("cpsat: hint ready at %.1fs", limit.spent())
     floor = _fairness_floor(start, model)
     end = limit.less_margin()
@@ -237,7 +243,9 @@ def _solve_cpsat(
         return _fallback(start.warm, limit, "no solution within the time limit")
     searched = model.plan(values, start.reasons)
     plan = _finished(start, searched)
-    refused = _refused(start, plan, model.stages, floor, params.policy)
+    refused = _refused(
+        start, plan, model.stages, floor, params.policy, model.objective.lost
+    )
     if refused is not None:
         back = _fallback(start.warm, limit, refused)
         if classes is None:
@@ -377,14 +385,16 @@ def _refused(
     stages: list[Stage],
     floor: Fraction | None,
     pol: Policy,
+    lost: LostWork,
 ) -> str | None:
-    """Why the plan is not accepted over the warm start (None: accepted)."""
+    """Why the plan is not accepted over the warm start (None: accepted);
+    ``lost``: what each eviction throws away, as the model priced it."""
     snapshot, warm = start.snapshot, start.warm
     if _worse(snapshot, plan, warm, stages, pol):
         return "the search ended below the warm start"
     if below_kueue(snapshot, plan, start.kueue, pol):
         return "the plan runs fewer GPUs than Kueue's"
-    short = short_of(lost_work(snapshot, pol), plan, start.kueue, pol)
+    short = short_of(lost, plan, start.kueue, pol)
     if short is not None:
         return short
     if floor is not None and largest_weighted_share(snapshot, plan) > floor:

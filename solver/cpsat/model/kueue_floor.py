@@ -54,11 +54,17 @@ def plan_waste(lost: LostWork, plan: Plan) -> int:
     return sum(waste_minutes(lost, p.workload) for p in plan.preemptions)
 
 
-def hold_at_kueue(model: CPModel, snapshot: Snapshot, kueue: Plan, pol: Policy) -> None:
+def hold_at_kueue(
+    model: CPModel, snapshot: Snapshot, kueue: Plan, pol: Policy
+) -> dict[int, int] | None:
     """The rows the policy asks for, when Kueue's plan is a plan of the
-    model."""
-    if not pol.held_at_kueue or model.hint(kueue) is None:
-        return
+    model; then that plan's values (it meets the rows: they are set at it),
+    else None."""
+    if not pol.held_at_kueue:
+        return None
+    values = model.hint(kueue)
+    if values is None:
+        return None
     hold_tiers(model.model, model.stages, snapshot, kueue, pol)
     data, v = model.data, model.vars
     if pol.waste_cap:
@@ -76,6 +82,7 @@ def hold_at_kueue(model: CPModel, snapshot: Snapshot, kueue: Plan, pol: Policy) 
             x = admits.get(a.workload)
             if x is not None:
                 model.model.add(x == 1)
+    return values
 
 
 def short_of(lost: LostWork, plan: Plan, kueue: Plan | None, pol: Policy) -> str | None:
