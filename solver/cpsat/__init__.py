@@ -64,9 +64,10 @@ package unless it starts with ``placewise``; a test resolves every one).
    leaves first, then deepest domains first); ``solve:_finished`` fills what still fits
    (``decode.finish:fill``), settles the victims and says why the rest waits
    (``decode.finish:explain``).
-7. Accept.  ``solve:_refused`` returns the warm start (status FALLBACK)
-   when the plan ranks below it (``solve:_worse``) or shares a cohort less
-   fairly.
+7. Accept.  ``decode.accept:refused`` returns the warm start (status
+   FALLBACK) when the plan ranks below it (``decode.accept:worse``), runs
+   fewer GPUs than Kueue's plan, breaks a hold at Kueue's plan or shares a
+   cohort less fairly.
 8. Report.  ``decode.report:tier_report`` states GPUs per tier and each
    tier's proven bound, widened for workloads the model leaves out
    (``decode.report:allow_outside``), bounded again on the relaxed model

@@ -19,6 +19,7 @@ from placewise.models.plan import Plan, SolverInfo, TierResult
 from placewise.models.quantity import INT64_MAX
 from placewise.models.snapshot import Snapshot, build_snapshot
 from placewise.solver.budget import Budget
+from placewise.solver.cpsat.decode.accept import refused
 from placewise.solver.cpsat.decode.finish import explain, fill
 from placewise.solver.cpsat.decode.plan_io import fallback
 from placewise.solver.cpsat.decode.report import (
@@ -28,11 +29,9 @@ from placewise.solver.cpsat.decode.report import (
     unpriced,
     with_greedy,
 )
-from placewise.solver.cpsat.model.aging import below_kueue
 from placewise.solver.cpsat.model.cpmodel import CPModel, CpSatParams
 from placewise.solver.cpsat.model.fairness import SCALE
-from placewise.solver.cpsat.model.kueue_floor import hold_at_kueue, short_of
-from placewise.solver.cpsat.model.objective import Stage, priced_vector
+from placewise.solver.cpsat.model.kueue_floor import hold_at_kueue
 from placewise.solver.cpsat.search.ceiling import relaxed_tiers
 from placewise.solver.cpsat.search.partition import (
     Partition,
@@ -59,11 +58,8 @@ from placewise.solver.cpsat.tuning import (
 )
 from placewise.solver.greedy.reserve import reservation_of
 from placewise.solver.greedy.solver import outcome_to_plan, run_greedy
-from placewise.solver.kueue.fairsharing import (
-    final_state_violations,
-    largest_weighted_share,
-)
-from placewise.solver.lost_work import LostWork, lost_work
+from placewise.solver.kueue.fairsharing import largest_weighted_share
+from placewise.solver.lost_work import lost_work
 from placewise.solver.policy import Policy, primary_vector
 from placewise.solver.problem.compile import Problem, compile_problem
 from placewise.solver.problem.layout import plan_domains, restrict
@@ -243,11 +239,18 @@ def _solve_cpsat(
         return _fallback(start.warm, limit, "no solution within the time limit")
     searched = model.plan(values, start.reasons)
     plan = _finished(start, searched)
-    refused = _refused(
-        start, plan, model.stages, floor, params.policy, model.objective.lost
+    refusal = refused(
+        start.snapshot,
+        plan,
+        start.warm,
+        start.kueue,
+        model.stages,
+        floor,
+        params.policy,
+        model.objective.lost,
     )
-    if refused is not None:
-        back = _fallback(start.warm, limit, refused)
+    if refusal is not None:
+        back = _fallback(start.warm, limit, refusal)
         if classes is None:
             return back
         # The host-class LP was paid for: the warm start keeps its bounds.
@@ -357,7 +360,7 @@ def _hint(model: CPModel, warm: Plan, hints: Sequence[Plan]) -> dict[int, int] |
 
 def _fairness_floor(start: _Start, model: CPModel) -> Fraction | None:
     """Fair sharing on: never less fair than Kueue's own plan (the warm
-    start), whatever the tiers gain; the acceptance (:func:`_refused`) checks
+    start), whatever the tiers gain; the acceptance (:mod:`.decode.accept`) checks
     the exact shares, this row keeps the search away from worse ones."""
     share = model.objective.largest_share
     if share is None:
@@ -377,40 +380,6 @@ def _finished(start: _Start, searched: Plan) -> Plan:
     # land on room a victim freed, so the result is settled once more).
     plan = settle_preemptions(start.snapshot, fill(start.problem, plan))
     return _with_reasons(plan, explain(start.problem, plan))
-
-
-def _refused(
-    start: _Start,
-    plan: Plan,
-    stages: list[Stage],
-    floor: Fraction | None,
-    pol: Policy,
-    lost: LostWork,
-) -> str | None:
-    """Why the plan is not accepted over the warm start (None: accepted);
-    ``lost``: what each eviction throws away, as the model priced it."""
-    snapshot, warm = start.snapshot, start.warm
-    if _worse(snapshot, plan, warm, stages, pol):
-        return "the search ended below the warm start"
-    if below_kueue(snapshot, plan, start.kueue, pol):
-        return "the plan runs fewer GPUs than Kueue's"
-    short = short_of(lost, plan, start.kueue, pol)
-    if short is not None:
-        return short
-    if floor is not None and largest_weighted_share(snapshot, plan) > floor:
-        return "the plan shares the cohort less fairly"
-    # -- interim guard (issue 11), until the model encodes fair sharing: a
-    # plan whose evictions Kueue's fair-sharing preemption would refuse is
-    # replaced by the warm start.  That one is clean either way: best-fit
-    # preempts only within a queue (fair sharing judges other queues' victims
-    # only), and the greedy follows Kueue's fair sharing.  The lead replaces
-    # this with constraints built on solver/kueue/fairsharing.py.
-    if snapshot.fair_sharing.enable:
-        unfair = final_state_violations(snapshot, plan)
-        if unfair:
-            return "fair sharing refuses " + unfair[0]
-    # -- end of interim guard
-    return None
 
 
 def _kueue(start: _Start) -> Plan | None:
@@ -539,17 +508,6 @@ def _leave_to_finish(snapshot: Snapshot, pol: Policy) -> Snapshot:
     if isinstance(snapshot, MultiSnapshot):
         return MultiSnapshot(objs, snapshot.facts)
     return build_snapshot(objs)
-
-
-def _worse(
-    snapshot: Snapshot, plan: Plan, warm: Plan, stages: list[Stage], pol: Policy
-) -> bool:
-    """Whether ``plan`` ranks below ``warm`` under the objective: GPUs per
-    tier, with victims' lost work priced as the model prices it."""
-    if any(st.costs or st.aged for st in stages):
-        mine = priced_vector(snapshot, plan, stages, pol)
-        return mine < priced_vector(snapshot, warm, stages, pol)
-    return primary_vector(snapshot, plan, pol) < primary_vector(snapshot, warm, pol)
 
 
 def _with_reasons(plan: Plan, why: dict[str, str]) -> Plan:

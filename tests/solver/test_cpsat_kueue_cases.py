@@ -12,6 +12,7 @@ from placewise.models.plan import Plan
 from placewise.models.snapshot import Snapshot
 from placewise.solver.cpsat import CpSatParams
 from placewise.solver.cpsat import solve as cpsat_solve
+from placewise.solver.cpsat.decode import accept
 from placewise.solver.cpsat.model.cpmodel import CPModel
 from placewise.solver.cpsat.solve import solve_cpsat
 from placewise.solver.greedy import solve_greedy
@@ -108,7 +109,7 @@ def test_fair_sharing_guard_returns_the_warm_start(
         judged.append(plan)
         return ["default/b1: refused by the test"]
 
-    monkeypatch.setattr(cpsat_solve, "final_state_violations", refuse)
+    monkeypatch.setattr(accept, "final_state_violations", refuse)
     plan = solve_cpsat(snap, PARAMS)
     assert judged and judged[0].solver.name == "cpsat"
     assert plan.solver.status == "FALLBACK"

@@ -32,7 +32,7 @@ def test_the_overview_names_the_steps_of_a_solve_in_order() -> None:
         "_hint",
         "run_stages",
         "_finished",
-        "_refused",
+        "refused",
         "tier_report",
         "_solved",
     ]
