@@ -79,6 +79,8 @@ class Outcome:
     """admitted elastic slice -> the running slice it replaced."""
     reservation: Reservation | None = None
     """The room the run held for a starving workload (:mod:`.reserve`)."""
+    took_back: int | None = None
+    """The first cycle that preempted a workload this run had admitted."""
 
 
 _STARTED = (Status.ASSUMED, Status.PREEMPTING)
@@ -287,6 +289,8 @@ class GreedyScheduler(Nomination):
             if info.key in self.outcome.admitted:
                 # Admitted earlier in this run, evicted now: Kueue requeues
                 # it (keeping its creation time); for the plan it is pending.
+                if self.outcome.took_back is None:
+                    self.outcome.took_back = self.outcome.cycles
                 del self.outcome.admitted[info.key]
                 by = self.outcome.preempted.pop(info.key, None)
                 old = self.outcome.replaced.pop(info.key, None)

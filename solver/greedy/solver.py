@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from placewise.models.plan import (
@@ -12,10 +13,14 @@ from placewise.models.plan import (
     SolverInfo,
 )
 from placewise.models.snapshot import Snapshot
+from placewise.models.validate import validate
 from placewise.solver.greedy.collector import collector_paused
 from placewise.solver.greedy.scheduler import GreedyScheduler, Outcome
 from placewise.solver.policy import Policy
+from placewise.solver.settle import RULES as SETTLED_RULES
 from placewise.solver.settle import settle_preemptions
+
+log = logging.getLogger("placewise.greedy")
 
 
 @collector_paused
@@ -27,8 +32,40 @@ def run_greedy(
 ) -> Outcome:
     """Kueue's cycles until quiescence (or ``cycles`` cycles); with a
     ``policy``, a starving workload's room is reserved (:mod:`.reserve`).
-    The collector is paused from the state's build on (:mod:`.collector`)."""
-    return GreedyScheduler(snapshot, hold_room, policy).run(cycles)
+    The collector is paused from the state's build on (:mod:`.collector`).
+
+    A plan is a final state without a timeline.  When a later cycle takes
+    back an admission of the same run (Kueue requeues it), an eviction an
+    earlier cycle made because that admission had its queue borrowing is
+    left without a reason in the final state: the validator refuses it, and
+    a replay stopped there.  The run then ends where Kueue stood before it
+    took the admission back, a state Kueue passes through (evictions whose
+    preemptor only the cut-off cycle admits not yet issued): the next solve
+    goes on from the cluster as it then is."""
+    outcome = GreedyScheduler(snapshot, hold_room, policy).run(cycles)
+    first = outcome.took_back
+    if first is None or first < 2:
+        return outcome
+    plan = outcome_to_plan(snapshot, outcome, "greedy", 0.0)
+    unjustified = [
+        v
+        for v in validate(snapshot, plan)
+        if v.rule.startswith("preemption.") and v.rule not in SETTLED_RULES
+    ]
+    if not unjustified:
+        return outcome
+    log.info(
+        "greedy: cycle %d takes back an admission an earlier eviction relied "
+        "on (%s); the plan is the state after cycle %d",
+        first,
+        unjustified[0],
+        first - 1,
+    )
+    cut = GreedyScheduler(snapshot, hold_room, policy).run(first - 1)
+    for victim, (preemptor, _) in list(cut.preempted.items()):
+        if preemptor not in cut.admitted:  # admitted in the cycle cut off
+            del cut.preempted[victim]
+    return cut
 
 
 def outcome_to_plan(
