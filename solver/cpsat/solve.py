@@ -211,10 +211,8 @@ def _solve_cpsat(
         held = hold_at_kueue(model, start.snapshot, start.kueue, params.policy)
     # Kueue's plan meets the rows it sets: when it is the warm start (as it
     # is with any hold on), its values are the hint, checked once.
-    if held is not None and start.warm == start.kueue:
-        hint: dict[int, int] | None = held
-    else:
-        hint = _hint(model, start.warm, hints)
+    reuse = held is not None and start.warm == start.kueue
+    hint = held if reuse else _hint(model, start.warm, hints)
     log.info("cpsat: hint ready at %.1fs", limit.spent())
     floor = _fairness_floor(start, model)
     end = limit.less_margin()

@@ -180,8 +180,7 @@ class Cache:
             uid = (obj.get("metadata") or {}).get("uid")
             if event == "DELETED":
                 self._bound.pop(str(uid), None)
-                old_uid = (old or {}).get("metadata", {}).get("uid")
-                if old is not None and (uid is None or old_uid in (None, uid)):
+                if old is not None and (uid is None or _version(old)[0] in (None, uid)):
                     del table[key]  # not a newer object of the same name
                     self._bump()
                 return
