@@ -179,9 +179,12 @@ def _recredited(
     """The first of :func:`_recredits` under which the preemption rules
     accept the victim, or None.  Who is named changes nothing but those
     rules, so only they are checked."""
+    credits: preemption.Credits | None = None
     for candidate in _recredits(snapshot, plan, pre, victim):
-        found = preemption.check(Context(snapshot, candidate))
-        if not any(v.workload == victim.key for v in found):
+        if credits is None:
+            credits = preemption.Credits(Context(snapshot, plan))
+        credit = next(p for p in candidate.preemptions if p.workload == victim.key)
+        if not credits.check(victim, credit):
             return candidate
     return None
 

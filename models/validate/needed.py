@@ -63,10 +63,10 @@ def check(ctx: Context, may_preempt: MayPreempt) -> list[Violation]:
     answer to "could this admission's queue evict that victim itself")."""
     if not ctx.victims:
         return []
-    return _Needed(ctx, may_preempt).all()
+    return Needed(ctx, may_preempt).all()
 
 
-class _Needed:
+class Needed:
     def __init__(self, ctx: Context, may_preempt: MayPreempt) -> None:
         self.ctx = ctx
         self.may_preempt = may_preempt
@@ -103,15 +103,20 @@ class _Needed:
     def all(self) -> list[Violation]:
         out: list[Violation] = []
         for victim, pre in self.ctx.victims.values():
-            if victim.admission is None:
-                continue
-            freed = running_leaves(self.ctx, victim)
-            for key in freed:
-                self._slot(key)
-            adm = self.ctx.admitted_by_key.get(pre.preemptor)
-            out += self._unneeded(adm, victim, freed)
-            out += self._elsewhere(victim, pre, freed)
+            out += self.one(victim, pre)
         return out
+
+    def one(self, victim: Workload, pre: PlanPreemption) -> list[Violation]:
+        """Both rules for ``victim`` credited as ``pre`` says: nothing else
+        of the plan is read per victim, so the settling pass asks again
+        under other credits without building this again."""
+        if victim.admission is None:
+            return []
+        freed = running_leaves(self.ctx, victim)
+        for key in freed:
+            self._slot(key)
+        adm = self.ctx.admitted_by_key.get(pre.preemptor)
+        return self._unneeded(adm, victim, freed) + self._elsewhere(victim, pre, freed)
 
     # -- preemption.unneeded ---------------------------------------------------
 

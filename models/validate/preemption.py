@@ -46,6 +46,24 @@ def check(ctx: Context) -> list[Violation]:
     return out + needed.check(ctx, checker.may_preempt)
 
 
+class Credits:
+    """One plan's preemption rules for a single victim, asked under other
+    credits (preemptor, reason).  Naming another preemptor changes nothing
+    else the rules read (the admissions, the victims and so every usage
+    stay), so the settling pass builds this once per plan instead of
+    checking the whole plan per candidate credit: at 10,000 hosts 90 such
+    checks took 90 s of a 146 s settle."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.checker = _Checker(ctx)
+        self.needed = needed.Needed(ctx, self.checker.may_preempt)
+
+    def check(self, victim: Workload, pre: PlanPreemption) -> list[Violation]:
+        """What :func:`check` reports about ``victim`` were it credited as
+        ``pre`` says."""
+        return self.checker.one(victim, pre) + self.needed.one(victim, pre)
+
+
 class _Checker:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -60,6 +78,11 @@ class _Checker:
         self.fair = FairRule(ctx, self.tree) if ctx.snap.fair_sharing.enable else None
         self._memo: dict[tuple[NodeId, FlavorResource, bool], dict[NodeId, Amounts]]
         self._memo = {}
+        self._remaining: dict[str, dict[FlavorResource, int]] | None = None
+        # Asked once per (victim, admission of another queue) pair by the
+        # room-elsewhere rule: at 10,000 hosts 5,500 times on one plan, each
+        # summing every running workload afresh took 55 s of a validation.
+        self._borrows: dict[tuple[str, str, tuple[NodeId, ...]], bool] = {}
 
     def _amounts(
         self, root: NodeId, fr: FlavorResource, final: bool
@@ -298,10 +321,21 @@ class _Checker:
         the same queue (a later Kueue cycle) must not turn a reclaim that was
         legal when it happened into a violation.
         """
+        key = (cq.name, w.key, tuple(between))
+        got = self._borrows.get(key)
+        if got is None:
+            got = self._borrows[key] = self._borrows_now(cq, w, between)
+        return got
+
+    def _borrows_now(
+        self, cq: ClusterQueue, w: Workload, between: list[NodeId]
+    ) -> bool:
         adm = self.ctx.admitted_by_key[w.key]
         frs = set(assignment_usage(adm.entry.pod_set_assignments))
         root = self.tree.root_of(("cq", cq.name))
-        usage = running_usage(self.ctx.remaining)
+        if self._remaining is None:
+            self._remaining = running_usage(self.ctx.remaining)
+        usage = {q: dict(per) for q, per in self._remaining.items()}
         add_usage(usage, cq.name, admitted_usage(adm))
         table = {fr: self.tree.amounts(root, fr, usage) for fr in frs}
         own = ("cq", cq.name)

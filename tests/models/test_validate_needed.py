@@ -256,3 +256,42 @@ def test_room_may_serve_a_queue_one_of_whose_admissions_could_reclaim_it() -> No
         ],
     )
     assert rules(v) == []
+
+
+def test_a_victim_rechecked_under_another_credit_reads_as_the_whole_check() -> None:
+    """``preemption.Credits`` (the settling pass's re-credit) answers for one
+    victim what the whole check answers on the plan re-credited, for every
+    admission and reason, on the soak's example and on a needed victim."""
+    from placewise.models.plan import PlanPreemption
+    from placewise.models.validate import preemption
+    from placewise.models.validate.context import Context
+
+    snap = load(
+        "teams.yaml",
+        *TEAMS,
+        held("team-b/victim", 8, "n1"),
+        held("team-c/held", 8, "n3"),
+        job("team-b/small", 1, priority=100),
+        job("team-b/need8", 8, priority=100),
+        job("team-c/big", 8, priority=100),
+    )
+    base = plan(
+        [at("team-b/small", 1, "n2"), at("team-c/big", 8, "n1")],
+        ["team-b/need8"],
+        [("team-b/victim", "team-b/small", "InClusterQueue")],
+    )
+    victim = snap.workloads["team-b/victim"]
+    credits = preemption.Credits(Context(snap, base))
+    answers = set()
+    for to in ("team-b/small", "team-c/big", "team-b/need8"):
+        for reason in ("InClusterQueue", "InCohortReclamation"):
+            credit = PlanPreemption(workload=victim.key, preemptor=to, reason=reason)
+            again = base.model_copy(update={"preemptions": (credit,)})
+            whole = [
+                v
+                for v in preemption.check(Context(snap, again))
+                if v.workload == victim.key
+            ]
+            assert credits.check(victim, credit) == whole, (to, reason)
+            answers.add(tuple(rules(whole)))
+    assert len(answers) > 1  # the credits differ: the comparison means something
