@@ -18,6 +18,9 @@ greedy alone, medians of 5 alternating pairs): seed 1 4.95 s -> 4.59 s, seed 5
 4.42 s -> 4.06 s; 3 s not reached. Fourth round (``greedy4`` against main
 74d1c08, load 11-17, 5 alternating pairs per seed): 3-5 % less CPU (median
 pair ratios 0.95, 0.97, 0.95 on seeds 1-3), about 4.1-5 s; 3 s not reached.
+Stop 33, a faster 2-core machine, idle (``--runs 3``): 2.50 / 2.56 / 2.64 s on
+seeds 1-3 (CPU the same); settling the plan adds 16-41 s (over 12 minutes
+before that stop's validator fix).
 Where the time went and goes:
 benchmarks/README.md ("Kueue's greedy and the loader at 10,000 hosts").
 """
