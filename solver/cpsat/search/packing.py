@@ -24,6 +24,7 @@ from placewise.models.workload import PodSetAssignment
 from placewise.solver.cpsat.decode.plan_io import pod_set_assignment
 from placewise.solver.cpsat.tuning import MAX_COMBINATIONS
 from placewise.solver.kueue.quota import FR, QuotaTree
+from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.problem.data import (
     ModelData,
     PodSetData,
@@ -43,6 +44,8 @@ class Leaves:
         self.resources = sorted({r for s in layout.shapes for r, _ in s.request})
         col = {r: i for i, r in enumerate(self.resources)}
         self.col = col
+        self.accelerator_cols = [col[r] for r in self.resources if r in ACCELERATORS]
+        """Columns of the accelerators (what :func:`choose` keeps whole)."""
         free = np.zeros((len(data.leaves), max(len(col), 1)), dtype=np.int64)
         for lf in data.leaves:
             for r, q in lf.free.items():
@@ -119,9 +122,15 @@ class Leaves:
 
 
 def choose(
-    lv: Leaves, spec: Spec, units: int, fit: IntArray
+    lv: Leaves, spec: Spec, units: int, fit: IntArray, need: IntArray | None = None
 ) -> list[tuple[int, int]] | None:
-    """(position in the flavor's leaves, units) for ``units`` units, or None."""
+    """(position in the flavor's leaves, units) for ``units`` units, or None.
+
+    Leaves that fit fewer units come first and, among those, the ones that
+    a unit leaves with the fewest accelerators free (with ``need``): a
+    6-GPU pod fits once on a host with 6 free and on an empty 8-GPU host
+    alike, and taking the empty host strands 2 GPUs where a whole-host gang
+    could have gone."""
     f = spec.flavor
     level = spec.required if spec.required is not None else spec.preferred
     if level is not None:
@@ -142,10 +151,12 @@ def choose(
         )
         rank = {d: i for i, d in enumerate(order)}
         key = np.asarray([rank[int(dom[p])] for p in positions], dtype=np.int64)
-        positions = positions[np.lexsort((positions, fit[positions], key))]
+        spare = _left_after(lv, f, positions, need)
+        positions = positions[np.lexsort((positions, spare, fit[positions], key))]
     else:
         positions = np.nonzero(fit > 0)[0]
-        positions = positions[np.lexsort((positions, fit[positions]))]
+        spare = _left_after(lv, f, positions, need)
+        positions = positions[np.lexsort((positions, spare, fit[positions]))]
     out: list[tuple[int, int]] = []
     left = units
     for pos in positions:
@@ -155,6 +166,20 @@ def choose(
         if left == 0:
             return out
     return None
+
+
+def _left_after(
+    lv: Leaves, f: str, positions: IntArray, need: IntArray | None
+) -> IntArray:
+    """At those positions of ``f``'s leaves, the accelerators one unit
+    leaves free (zeros without ``need`` or where the unit asks for none)."""
+    if need is None:
+        return np.zeros(len(positions), dtype=np.int64)
+    cols = np.asarray([c for c in lv.accelerator_cols if need[c] > 0], dtype=np.int64)
+    if not len(cols):
+        return np.zeros(len(positions), dtype=np.int64)
+    rows = lv.free[np.ix_(lv.index[f][positions], cols)]
+    return np.asarray((rows - need[cols]).sum(axis=1), dtype=np.int64)
 
 
 def admit(
@@ -262,7 +287,7 @@ def _place_all(
             for r, q in shape.request:
                 need[lv.col[r]] = q
             fit = lv.fit(f, shape.idx, need, layout.masks[f][shape.signature])
-            got = choose(lv, spec, pd.count // spec.unit, fit)
+            got = choose(lv, spec, pd.count // spec.unit, fit, need)
         if got is None or f is None or spec is None:
             for rows, delta in reversed(mine):
                 lv.take(rows, -delta)
