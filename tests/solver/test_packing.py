@@ -1,0 +1,40 @@
+"""Best-fit on the leaves keeps whole hosts whole (solver/cpsat/search/packing.py).
+
+A pod that fits once on a partly used host and once on an empty one goes
+to the partly used host: the empty one is what a whole-host gang needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from placewise.adapters.generate import dumps, family, generate
+from placewise.adapters.io.loader import snapshot_from_text
+from placewise.solver.cpsat.search.packing import Leaves, choose
+from placewise.solver.kueue.resources import ACCELERATORS
+from placewise.solver.problem.compile import compile_problem
+
+
+def test_a_pod_takes_the_host_it_leaves_fullest_not_the_first() -> None:
+    config = family("fragmented").with_overrides(nodes=16, pending=4)
+    problem = compile_problem(snapshot_from_text(dumps(generate(config, 1))))
+    lv = Leaves(problem.data, problem.layout)
+    spec = replace(problem.layout.specs[0], required=None, preferred=None)
+    gpu = next(lv.col[r] for r in lv.resources if r in ACCELERATORS)
+    leaves = lv.index[spec.flavor]
+    lv.free[:] = 0
+    lv.free[:, [c for c in range(lv.free.shape[1]) if c != gpu]] = 10**9
+    lv.free[leaves[0], gpu] = 8  # an empty host, first by position
+    lv.free[leaves[1], gpu] = 7
+    lv.free[leaves[2], gpu] = 6
+    need = np.zeros(lv.free.shape[1], dtype=np.int64)
+    need[gpu] = 6
+    mask = np.ones(len(leaves), dtype=np.int64)
+    fit = lv.fit_now(spec.flavor, need, mask)
+    assert list(fit[:3]) == [1, 1, 1]
+    assert choose(lv, spec, 1, fit, need) == [(2, 1)]
+    assert choose(lv, spec, 2, fit, need) == [(2, 1), (1, 1)]
+    # Without the request the position decides, as before.
+    assert choose(lv, spec, 1, fit) == [(0, 1)]
