@@ -38,3 +38,34 @@ def test_a_pod_takes_the_host_it_leaves_fullest_not_the_first() -> None:
     assert choose(lv, spec, 2, fit, need) == [(2, 1), (1, 1)]
     # Without the request the position decides, as before.
     assert choose(lv, spec, 1, fit) == [(0, 1)]
+
+
+def test_a_gang_takes_the_rack_whose_room_is_holes() -> None:
+    """Two racks hold a gang of two 3-GPU pods alike (two units each); the
+    one whose room is two 3-GPU holes is taken, not the one whose room is an
+    empty host."""
+    config = family("fragmented").with_overrides(nodes=64, pending=4)
+    problem = compile_problem(snapshot_from_text(dumps(generate(config, 1))))
+    lv = Leaves(problem.data, problem.layout)
+    spec = problem.layout.specs[0]
+    depth = sum(1 for (f, _) in lv.domains if f == spec.flavor)
+    rack = depth - 2
+    spec = replace(spec, required=rack, preferred=None)
+    gpu = next(lv.col[r] for r in lv.resources if r in ACCELERATORS)
+    dom = lv.domains[(spec.flavor, rack)]
+    first = int(np.nonzero(dom == 0)[0][0])  # the empty host, in rack 0
+    holes = np.nonzero(dom == 1)[0][:2]  # two hosts of rack 1
+    assert len(holes) == 2
+    lv.free[:] = 0
+    lv.free[:, [c for c in range(lv.free.shape[1]) if c != gpu]] = 10**9
+    leaves = lv.index[spec.flavor]
+    lv.free[leaves[first], gpu] = 8
+    lv.free[leaves[holes], gpu] = 3
+    need = np.zeros(lv.free.shape[1], dtype=np.int64)
+    need[gpu] = 3
+    mask = np.ones(len(leaves), dtype=np.int64)
+    fit = lv.fit_now(spec.flavor, need, mask)
+    got = choose(lv, spec, 2, fit, need)
+    assert got is not None and sorted(p for p, _ in got) == sorted(holes.tolist())
+    # Without the request the tie goes to the first rack, as before.
+    assert choose(lv, spec, 2, fit) == [(first, 2)]

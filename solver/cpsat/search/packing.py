@@ -138,7 +138,11 @@ def choose(
         room = np.bincount(dom, weights=fit, minlength=int(dom.max()) + 1)
         whole = np.nonzero(room >= units)[0]
         if len(whole):
-            best = int(whole[np.argmin(room[whole])])
+            # The tightest domain in units, then in accelerators: of two
+            # racks that hold a gang of 3-GPU pods alike, the one whose
+            # room is holes rather than whole hosts.
+            gpus = _domain_accelerators(lv, f, dom, need)
+            best = int(whole[np.lexsort((whole, gpus[whole], room[whole]))[0]])
             order = [best]
         elif spec.required is not None:
             return None
@@ -166,6 +170,21 @@ def choose(
         if left == 0:
             return out
     return None
+
+
+def _domain_accelerators(
+    lv: Leaves, f: str, dom: IntArray, need: IntArray | None
+) -> IntArray:
+    """Per domain of ``dom`` (ids over ``f``'s leaves), the accelerators
+    the unit asks for that are free there (zeros without ``need``)."""
+    size = int(dom.max()) + 1
+    if need is None:
+        return np.zeros(size, dtype=np.int64)
+    cols = np.asarray([c for c in lv.accelerator_cols if need[c] > 0], dtype=np.int64)
+    if not len(cols):
+        return np.zeros(size, dtype=np.int64)
+    free = np.maximum(lv.free[np.ix_(lv.index[f], cols)], 0).sum(axis=1)
+    return np.bincount(dom, weights=free, minlength=size).astype(np.int64)
 
 
 def _left_after(
