@@ -61,6 +61,7 @@ class Leaves:
         """flavor -> per leaf, its position in the flavor's leaves (-1: none)."""
         self.index: dict[str, IntArray] = {}
         self.domains: dict[tuple[str, int], IntArray] = {}
+        self._members: dict[tuple[str, int], tuple[IntArray, IntArray]] = {}
         for f, topo in data.topos.items():
             leaves = np.asarray(topo.leaves, dtype=np.int64)
             self.index[f] = leaves
@@ -74,6 +75,18 @@ class Leaves:
                     for leaf in topo.leaves
                 ]
                 self.domains[(f, level)] = np.asarray(ids, dtype=np.int64)
+
+    def members(self, f: str, level: int) -> tuple[IntArray, IntArray]:
+        """(positions of ``f``'s leaves sorted by their domain at ``level``,
+        where each domain's run starts, one past the last at the end)."""
+        key = (f, level)
+        got = self._members.get(key)
+        if got is None:
+            dom = self.domains[key]
+            order = np.argsort(dom, kind="stable").astype(np.int64)
+            starts = np.searchsorted(dom[order], np.arange(int(dom.max()) + 2))
+            got = self._members[key] = (order, starts.astype(np.int64))
+        return got
 
     def fit(self, f: str, shape: int, need: IntArray, mask: IntArray) -> IntArray:
         """Units of a shape that fit on every leaf of ``f`` (0 where the mask
@@ -141,9 +154,11 @@ def choose(
             # The tightest domain in units, then in accelerators: of two
             # racks that hold a gang of 3-GPU pods alike, the one whose
             # room is holes rather than whole hosts.
-            gpus = _domain_accelerators(lv, f, dom, need)
-            best = int(whole[np.lexsort((whole, gpus[whole], room[whole]))[0]])
-            order = [best]
+            tied = whole[room[whole] == room[whole].min()]
+            if len(tied) > 1:
+                gpus = _domain_accelerators(lv, f, level, tied, need)
+                tied = tied[np.lexsort((tied, gpus))]
+            order = [int(tied[0])]
         elif spec.required is not None:
             return None
         else:
@@ -173,18 +188,24 @@ def choose(
 
 
 def _domain_accelerators(
-    lv: Leaves, f: str, dom: IntArray, need: IntArray | None
+    lv: Leaves, f: str, level: int, doms: IntArray, need: IntArray | None
 ) -> IntArray:
-    """Per domain of ``dom`` (ids over ``f``'s leaves), the accelerators
-    the unit asks for that are free there (zeros without ``need``)."""
-    size = int(dom.max()) + 1
+    """For each of ``doms`` (domain ids of ``f`` at ``level``), the
+    accelerators the unit asks for that are free there (zeros without
+    ``need``).  Only the domains' own leaves are read: at 50,000 hosts
+    summing every leaf per placement took 3.5 s of best-fit's 19 s."""
     if need is None:
-        return np.zeros(size, dtype=np.int64)
+        return np.zeros(len(doms), dtype=np.int64)
     cols = np.asarray([c for c in lv.accelerator_cols if need[c] > 0], dtype=np.int64)
     if not len(cols):
-        return np.zeros(size, dtype=np.int64)
-    free = np.maximum(lv.free[np.ix_(lv.index[f], cols)], 0).sum(axis=1)
-    return np.bincount(dom, weights=free, minlength=size).astype(np.int64)
+        return np.zeros(len(doms), dtype=np.int64)
+    order, starts = lv.members(f, level)
+    lens = starts[doms + 1] - starts[doms]
+    first = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    pos = order[np.arange(int(lens.sum())) + np.repeat(starts[doms] - first, lens)]
+    free = np.maximum(lv.free[np.ix_(lv.index[f][pos], cols)], 0).sum(axis=1)
+    owner = np.repeat(np.arange(len(doms)), lens)
+    return np.bincount(owner, weights=free, minlength=len(doms)).astype(np.int64)
 
 
 def _left_after(
@@ -197,7 +218,10 @@ def _left_after(
     cols = np.asarray([c for c in lv.accelerator_cols if need[c] > 0], dtype=np.int64)
     if not len(cols):
         return np.zeros(len(positions), dtype=np.int64)
-    rows = lv.free[np.ix_(lv.index[f][positions], cols)]
+    leaves = lv.index[f][positions]
+    if len(cols) == 1:  # one accelerator: a plain gather, several times faster
+        return np.asarray(lv.free[leaves, cols[0]] - need[cols[0]], dtype=np.int64)
+    rows = lv.free[np.ix_(leaves, cols)]
     return np.asarray((rows - need[cols]).sum(axis=1), dtype=np.int64)
 
 
