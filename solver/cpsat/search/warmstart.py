@@ -16,6 +16,7 @@ import bisect
 import itertools
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -42,13 +43,15 @@ from placewise.solver.problem.data import (
 )
 
 IntArray = npt.NDArray[np.int64]
+Order = Literal["decreasing", "bound-first"]
+"""Best-fit's orders of the pending workloads (:data:`ORDERS`)."""
 
 
 def best_fit(
     problem: Problem,
     preempt: bool = True,
     budget: Budget | None = None,
-    order: str = "decreasing",
+    order: Order = "decreasing",
 ) -> Plan:
     """A valid plan built best-fit-decreasing (with ``preempt``, evicting
     lower-priority work of the workload's own queue where its policy allows).
@@ -147,7 +150,7 @@ def _bound_first(data: ModelData, wd: WorkloadData) -> tuple[object, ...]:
     return (first, loose, *rest)
 
 
-ORDERS: dict[str, Callable[[ModelData, WorkloadData], tuple[object, ...]]] = {
+ORDERS: dict[Order, Callable[[ModelData, WorkloadData], tuple[object, ...]]] = {
     "decreasing": _decreasing,
     "bound-first": _bound_first,
 }
