@@ -47,11 +47,23 @@ class Leaves:
         self.accelerator_cols = [col[r] for r in self.resources if r in ACCELERATORS]
         """Columns of the accelerators (what :func:`choose` keeps whole)."""
         free = np.zeros((len(data.leaves), max(len(col), 1)), dtype=np.int64)
+        self.capacity = np.full(free.shape, CLIP, dtype=np.int64)
+        """A host's allocatable per column (CLIP on aggregated leaves, which
+        are never one whole host): all of it free, the host is whole."""
         for lf in data.leaves:
             for r, q in lf.free.items():
                 if r in col:
                     free[lf.idx, col[r]] = max(-CLIP, min(q, CLIP))
+            node = data.snapshot.nodes.get(lf.node or "")
+            if node is not None:
+                for r, q in node.allocatable.items():
+                    if r in col:
+                        self.capacity[lf.idx, col[r]] = min(q, CLIP)
         self.free = free
+        self.intact = np.zeros(len(free), dtype=bool)
+        """Per leaf: a host with every accelerator free (kept up to date by
+        :meth:`take`; read by :func:`choose` to keep whole hosts whole)."""
+        self.mark_intact(np.arange(len(free), dtype=np.int64))
         self.cache: dict[tuple[str, int], tuple[IntArray, IntArray, IntArray]] = {}
         self.changed: list[IntArray] = []
         """Leaves changed since the start, in order (see :meth:`refresh`)."""
@@ -122,8 +134,18 @@ class Leaves:
         """Subtract ``delta`` (a row per leaf; leaves may repeat) and refresh
         the cached fits (or leave that to one :meth:`refresh` later)."""
         np.subtract.at(self.free, leaves, delta)
+        self.mark_intact(leaves)
         if refresh:
             self.refresh(leaves)
+
+    def mark_intact(self, leaves: IntArray) -> None:
+        """Re-read whether each of ``leaves`` is a whole host (after a
+        change to ``free``: :meth:`take` calls it; so must code that writes
+        ``free`` directly)."""
+        cols = np.asarray(self.accelerator_cols, dtype=np.int64)
+        if len(cols):
+            rows = np.ix_(leaves, cols)
+            self.intact[leaves] = np.all(self.free[rows] >= self.capacity[rows], axis=1)
 
     def refresh(self, leaves: IntArray) -> None:
         """Mark ``leaves`` changed: each cached fit is brought up to date
@@ -151,9 +173,13 @@ def choose(
         room = np.bincount(dom, weights=fit, minlength=int(dom.max()) + 1)
         whole = np.nonzero(room >= units)[0]
         if len(whole):
-            # The tightest domain in units, then in accelerators: of two
-            # racks that hold a gang of 3-GPU pods alike, the one whose
-            # room is holes rather than whole hosts.
+            # First a domain whose holes hold the units without breaking a
+            # whole host (hosts a whole-host gang of a later workload needs),
+            # then the tightest in units, then in accelerators: of two racks
+            # that hold a gang of 3-GPU pods alike, the one whose room is
+            # holes rather than whole hosts.
+            broken = _whole_hosts_used(lv, f, dom, fit, need, units, whole)
+            whole = whole[broken == broken.min()]
             tied = whole[room[whole] == room[whole].min()]
             if len(tied) > 1:
                 gpus = _domain_accelerators(lv, f, level, tied, need)
@@ -185,6 +211,32 @@ def choose(
         if left == 0:
             return out
     return None
+
+
+def _whole_hosts_used(
+    lv: Leaves,
+    f: str,
+    dom: IntArray,
+    fit: IntArray,
+    need: IntArray | None,
+    units: int,
+    doms: IntArray,
+) -> IntArray:
+    """For each of ``doms``, the units that would not fit in its holes (its
+    leaves with some accelerator in use) and so take whole hosts.  A pod
+    set that prefers a block went to the tightest block that held it, and
+    when that block's holes ran short it broke whole hosts while other
+    blocks had holes to spare: at 10,000 hosts the top tier's 6-GPU pods
+    took ~130 whole hosts the next tier's whole-host gangs waited for."""
+    if need is None or not len(_asked(lv, need)):
+        return np.zeros(len(doms), dtype=np.int64)
+    pos = np.nonzero(fit)[0]
+    holes = np.bincount(
+        dom[pos],
+        weights=np.where(lv.intact[lv.index[f][pos]], 0, fit[pos]),
+        minlength=int(dom.max()) + 1,
+    )
+    return np.maximum(units - holes[doms], 0).astype(np.int64)
 
 
 def _asked(lv: Leaves, need: IntArray | None) -> IntArray:
