@@ -4,11 +4,14 @@ The warm start (:mod:`.warmstart`) and the decoder's fill
 (:mod:`placewise.solver.cpsat.decode.finish`) both place workloads this way:
 a pod set's flavors first-fit in the queue's order under the quota tree's
 ``available`` (so every prefix of a plan is within quota, as Kueue checks
-it), and pods best-fit over the leaves with numpy: a required domain is the
-one that holds the pod set with the least room to spare, a preferred one
-holds as much of it as possible, and inside a domain the fullest leaves that
-still fit are filled first.  Slices above the leaf level and multi-pod-set
-groups that cannot be placed whole stay pending.
+it), and pods best-fit over the leaves with numpy: a required (or
+preferred) domain is, of those that hold the pod set, first one whose holes
+hold it without breaking a whole host, then the one with the least room to
+spare; a preferred one that no domain holds alone is spread over the
+roomiest; and inside a domain the fullest leaves that still fit are filled
+first.  Whole hosts are what whole-host gangs placed later need.  Slices
+above the leaf level and multi-pod-set groups that cannot be placed whole
+stay pending.
 """
 
 from __future__ import annotations
