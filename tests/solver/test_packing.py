@@ -12,9 +12,10 @@ import numpy as np
 
 from placewise.adapters.generate import dumps, family, generate
 from placewise.adapters.io.loader import snapshot_from_text
-from placewise.solver.cpsat.search.packing import Leaves, choose
+from placewise.solver.cpsat.search.packing import IntArray, Leaves, choose
 from placewise.solver.kueue.resources import ACCELERATORS
 from placewise.solver.problem.compile import compile_problem
+from placewise.solver.problem.layout import Spec
 
 
 def test_a_pod_takes_the_host_it_leaves_fullest_not_the_first() -> None:
@@ -44,25 +45,13 @@ def test_a_gang_takes_the_rack_whose_room_is_holes() -> None:
     """Two racks hold a gang of two 3-GPU pods alike (two units each); the
     one whose room is two 3-GPU holes is taken, not the one whose room is an
     empty host."""
-    config = family("fragmented").with_overrides(nodes=64, pending=4)
-    problem = compile_problem(snapshot_from_text(dumps(generate(config, 1))))
-    lv = Leaves(problem.data, problem.layout)
-    spec = problem.layout.specs[0]
-    depth = sum(1 for (f, _) in lv.domains if f == spec.flavor)
-    rack = depth - 2
-    spec = replace(spec, required=rack, preferred=None)
-    gpu = next(lv.col[r] for r in lv.resources if r in ACCELERATORS)
-    dom = lv.domains[(spec.flavor, rack)]
+    lv, spec, gpu, dom, leaves, need = _two_racks(required=True, need_gpus=3)
     first = int(np.nonzero(dom == 0)[0][0])  # the empty host, in rack 0
     holes = np.nonzero(dom == 1)[0][:2]  # two hosts of rack 1
     assert len(holes) == 2
-    lv.free[:] = 0
-    lv.free[:, [c for c in range(lv.free.shape[1]) if c != gpu]] = 10**9
-    leaves = lv.index[spec.flavor]
     lv.free[leaves[first], gpu] = 8
     lv.free[leaves[holes], gpu] = 3
-    need = np.zeros(lv.free.shape[1], dtype=np.int64)
-    need[gpu] = 3
+    lv.mark_intact(np.arange(len(lv.free), dtype=np.int64))
     mask = np.ones(len(leaves), dtype=np.int64)
     fit = lv.fit_now(spec.flavor, need, mask)
     got = choose(lv, spec, 2, fit, need)
@@ -96,29 +85,16 @@ def test_a_pod_set_that_prefers_a_domain_takes_holes_before_a_whole_host() -> No
     taken: the empty host is what a later whole-host gang needs.  (At 10,000
     hosts the pod sets that prefer a block did this, and the warm start's
     second tier rose by 1,480 GPUs.)"""
-    config = family("fragmented").with_overrides(nodes=64, pending=4)
-    problem = compile_problem(snapshot_from_text(dumps(generate(config, 1))))
-    lv = Leaves(problem.data, problem.layout)
-    spec = problem.layout.specs[0]
-    depth = sum(1 for (f, _) in lv.domains if f == spec.flavor)
-    rack = depth - 2
-    spec = replace(spec, required=None, preferred=rack)
-    gpu = next(lv.col[r] for r in lv.resources if r in ACCELERATORS)
-    dom = lv.domains[(spec.flavor, rack)]
+    lv, spec, gpu, dom, leaves, need = _two_racks(required=False, need_gpus=6)
     assert int(dom.max()) >= 1, "the instance should have two racks"
     in0 = np.nonzero(dom == 0)[0][:2]
     in1 = np.nonzero(dom == 1)[0][:3]
-    leaves = lv.index[spec.flavor]
     assert int(lv.capacity[leaves[in0[1]], gpu]) == 8
-    lv.free[:] = 0
-    lv.free[:, [c for c in range(lv.free.shape[1]) if c != gpu]] = 10**9
     lv.free[leaves[in0[0]], gpu] = 6
     lv.free[leaves[in0[1]], gpu] = 8  # whole
     lv.free[leaves[in1], gpu] = 6
     lv.mark_intact(np.arange(len(lv.free), dtype=np.int64))
     assert lv.intact[leaves[in0[1]]] and not lv.intact[leaves[in1]].any()
-    need = np.zeros(lv.free.shape[1], dtype=np.int64)
-    need[gpu] = 6
     mask = np.ones(len(leaves), dtype=np.int64)
     fit = lv.fit_now(spec.flavor, need, mask)
     got = choose(lv, spec, 2, fit, need)
@@ -127,3 +103,26 @@ def test_a_pod_set_that_prefers_a_domain_takes_holes_before_a_whole_host() -> No
     # Without the request (nothing to keep whole) the tightest rack wins.
     got = choose(lv, spec, 2, fit)
     assert got is not None and {p for p, _ in got} == set(in0.tolist())
+
+
+def _two_racks(
+    required: bool, need_gpus: int
+) -> tuple[Leaves, Spec, int, IntArray, IntArray, IntArray]:
+    """A 64-host `fragmented` instance's first spec bound to (or preferring)
+    a rack, every leaf cleared but for unlimited non-GPU room: (leaves,
+    spec, GPU column, rack id per leaf position, leaf per position, the
+    request of one ``need_gpus``-GPU unit)."""
+    config = family("fragmented").with_overrides(nodes=64, pending=4)
+    problem = compile_problem(snapshot_from_text(dumps(generate(config, 1))))
+    lv = Leaves(problem.data, problem.layout)
+    spec = problem.layout.specs[0]
+    rack = sum(1 for (f, _) in lv.domains if f == spec.flavor) - 2
+    spec = replace(
+        spec, required=rack if required else None, preferred=None if required else rack
+    )
+    gpu = next(lv.col[r] for r in lv.resources if r in ACCELERATORS)
+    lv.free[:] = 0
+    lv.free[:, [c for c in range(lv.free.shape[1]) if c != gpu]] = 10**9
+    need = np.zeros(lv.free.shape[1], dtype=np.int64)
+    need[gpu] = need_gpus
+    return lv, spec, gpu, lv.domains[(spec.flavor, rack)], lv.index[spec.flavor], need

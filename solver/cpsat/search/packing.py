@@ -49,6 +49,7 @@ class Leaves:
         self.col = col
         self.accelerator_cols = [col[r] for r in self.resources if r in ACCELERATORS]
         """Columns of the accelerators (what :func:`choose` keeps whole)."""
+        self._accelerators = np.asarray(self.accelerator_cols, dtype=np.int64)
         free = np.zeros((len(data.leaves), max(len(col), 1)), dtype=np.int64)
         self.capacity = np.full(free.shape, CLIP, dtype=np.int64)
         """A host's allocatable per column (CLIP on aggregated leaves, which
@@ -145,9 +146,8 @@ class Leaves:
         """Re-read whether each of ``leaves`` is a whole host (after a
         change to ``free``: :meth:`take` calls it; so must code that writes
         ``free`` directly)."""
-        cols = np.asarray(self.accelerator_cols, dtype=np.int64)
-        if len(cols):
-            rows = np.ix_(leaves, cols)
+        if len(self._accelerators):
+            rows = np.ix_(leaves, self._accelerators)
             self.intact[leaves] = np.all(self.free[rows] >= self.capacity[rows], axis=1)
 
     def refresh(self, leaves: IntArray) -> None:
