@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from placewise.benchmarks.replay.alone import never_admitted
 from placewise.benchmarks.replay.config import ReplayConfig
 from placewise.benchmarks.replay.trace import Trace, TraceJob, read_trace
 from placewise.models.cluster import KUEUE_GROUP, QUEUE_NAME_LABEL
@@ -143,6 +144,9 @@ def build(config: ReplayConfig, cluster: Snapshot | None = None) -> Workset:
             kept.append(job)
         else:
             impossible.append(f"{job.key}: {why}")
+    alone = never_admitted(base, (j.workload for j in kept))
+    impossible += [f"{j.key}: {alone[j.key]}" for j in kept if j.key in alone]
+    kept = [j for j in kept if j.key not in alone]
     kept.sort(key=lambda j: (j.arrival_s, j.key))
     out = Workset(base, kept, carried, capacity, background, start, cpu_only)
     out.impossible = impossible

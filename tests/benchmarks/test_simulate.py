@@ -128,6 +128,46 @@ def test_impossible_job_is_warned_counted_and_the_replay_goes_on(
     assert run["metrics"]["jobs"] == run["metrics"]["finished"] == 1
 
 
+_PLAIN_POD = """
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: serving
+  namespace: team
+spec:
+  nodeName: host-1
+  containers:
+  - name: main
+    image: serving
+    resources:
+      requests: {nvidia.com/gpu: "4"}
+      limits: {nvidia.com/gpu: "4"}
+status:
+  phase: Running
+"""
+
+
+def test_a_job_no_plan_admits_even_alone_is_left_out_with_why(tmp_path: Path) -> None:
+    """A plain pod holds 4 of the host's 8 GPUs for the whole replay: an
+    8-GPU job fits the host's size and the cluster's total, yet never runs.
+    Kept, it would wait until the replay ends; it is left out and counted,
+    and the 4-GPU job beside it runs."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(Path(CLUSTER).read_text() + _PLAIN_POD)
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        f"{HEADER}\nbig,1,8,4,1,0,600,0,Pass\nsmall,1,4,4,1,30,600,0,Pass\n"
+    )
+    res = run_replay(ReplayConfig(instances=(str(cluster),), job_trace=str(trace)))
+    assert res.ok, res.error
+    assert [i.split(":")[0] for i in res.impossible] == ["team/trace-big"]
+    assert "no plan admits it even alone on the cluster" in res.impossible[0]
+    m = res.metrics()
+    assert (m["impossible"], m["jobs"], m["finished"]) == (1, 1, 1)
+    assert m["mean_delay_s"] == 0
+
+
 def test_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["simulate", CLUSTER, "--job-trace", SMALL, "--compare", "kube-default"]
     assert main([*argv, "--format", "json"]) == 0
@@ -178,7 +218,8 @@ def test_a_deterministic_budget_makes_the_optimizer_replay_reproducible(
     real = solve_module.solve
 
     def spy(snapshot: Any, params: Any) -> Any:
-        budgets.append(params.deterministic_time)
+        if params.time_limit == config.time_limit:  # not a lone-job check
+            budgets.append(params.deterministic_time)
         return real(snapshot, params)
 
     monkeypatch.setattr(solve_module, "solve", spy)
