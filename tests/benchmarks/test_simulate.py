@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from placewise.adapters.io.loader import load_snapshot
-from placewise.benchmarks.replay import ReplayConfig, run_replay
+from placewise.benchmarks.replay import ReplayConfig, alone, run_replay
 from placewise.benchmarks.replay.engine import run_workset
 from placewise.benchmarks.replay.jobs import (
     TRACE_START,
@@ -148,7 +148,9 @@ status:
 """
 
 
-def test_a_job_no_plan_admits_even_alone_is_left_out_with_why(tmp_path: Path) -> None:
+def test_a_job_no_plan_admits_even_alone_is_left_out_with_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A plain pod holds 4 of the host's 8 GPUs for the whole replay: an
     8-GPU job fits the host's size and the cluster's total, yet never runs.
     Kept, it would wait until the replay ends; it is left out and counted,
@@ -158,13 +160,24 @@ def test_a_job_no_plan_admits_even_alone_is_left_out_with_why(tmp_path: Path) ->
     trace = tmp_path / "t.csv"
     trace.write_text(
         f"{HEADER}\nbig,1,8,4,1,0,600,0,Pass\nsmall,1,4,4,1,30,600,0,Pass\n"
+        "big2,1,8,4,1,60,600,0,Pass\n"
     )
+    asked: list[str] = []
+    real = alone._lone_verdict
+
+    def counted(base: Any, w: Any) -> Any:
+        asked.append(w.key)
+        return real(base, w)
+
+    monkeypatch.setattr(alone, "_lone_verdict", counted)
     res = run_replay(ReplayConfig(instances=(str(cluster),), job_trace=str(trace)))
     assert res.ok, res.error
-    assert [i.split(":")[0] for i in res.impossible] == ["team/trace-big"]
+    left_out = [i.split(":")[0] for i in res.impossible]
+    assert left_out == ["team/trace-big", "team/trace-big2"]
+    assert len(asked) == 2  # one question per shape: big2 is big's twin
     assert "no plan admits it even alone on the cluster" in res.impossible[0]
     m = res.metrics()
-    assert (m["impossible"], m["jobs"], m["finished"]) == (1, 1, 1)
+    assert (m["impossible"], m["jobs"], m["finished"]) == (2, 1, 1)
     assert m["mean_delay_s"] == 0
 
 
