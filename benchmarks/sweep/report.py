@@ -132,7 +132,25 @@ class Answer:
     figures: dict[str, float | None]
 
 
-def answer(checked: Checked, table: Sequence[Mapping[str, Any]]) -> Answer | None:
+def left_out(records: Mapping[str, Record]) -> dict[str, int]:
+    """Point key -> jobs its replay left out as never admittable."""
+    return {
+        k: int(r.get("metrics", {}).get("impossible") or 0) for k, r in records.items()
+    }
+
+
+def answer(
+    checked: Checked,
+    table: Sequence[Mapping[str, Any]],
+    dropped: Mapping[str, int] | None = None,
+) -> Answer | None:
+    """Per solver, the first variant meeting the target on its seeds.
+
+    ``dropped`` (point key -> jobs left out as never admittable): a seed
+    whose variant leaves out more jobs than another variant of the same seed
+    and solver meets nothing.  A replay measures only the jobs it keeps, so
+    a cluster too small for some jobs would otherwise read as one where
+    nobody waits long."""
     spec, col = checked.spec, checked.target
     if spec.target is None or col is None:
         return None
@@ -141,12 +159,22 @@ def answer(checked: Checked, table: Sequence[Mapping[str, Any]]) -> Answer | Non
     variant_axes = [a for a in axes if a not in NOT_VARIANT]
     found: dict[str, dict[str, Any] | None] = {s: None for s in spec.solvers}
     figures: dict[str, float | None] = {s: None for s in spec.solvers}
+    fewest: dict[tuple[Any, Any], int] = {}
+    for r in table:
+        n = (dropped or {}).get(r["key"], 0)
+        k = (r.get("seed"), r["solver"])
+        fewest[k] = min(fewest.get(k, n), n)
+
+    def kept_all(r: Mapping[str, Any]) -> bool:
+        n = (dropped or {}).get(r["key"], 0)
+        return n <= fewest[(r.get("seed"), r["solver"])]
+
     for key, members in groups(table, axes).items():
         named = dict(zip([a for a in axes if a != "seed"], key, strict=True))
         solver = named["solver"]
         if found[solver] is not None:
             continue
-        vals = [r[col.label] if r["ok"] else None for r in members]
+        vals = [r[col.label] if r["ok"] and kept_all(r) else None for r in members]
         got = [float(v) for v in vals if v is not None]
         if len(got) < len(vals):
             continue  # a failed or unmeasured seed meets nothing
@@ -186,7 +214,7 @@ def write_outputs(
     from placewise.benchmarks.sweep.plots import plot_axes
 
     table = rows(checked, records)
-    target = answer(checked, table)
+    target = answer(checked, table, left_out(records))
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / "sweep.csv", directory / "sweep.md", directory / "sweep.json"]
     write_csv(paths[0], table)

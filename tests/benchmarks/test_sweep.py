@@ -338,3 +338,27 @@ def test_ray_and_the_pool_agree_on_a_helios_window(tmp_path: Path) -> None:
     assert main(["sweep", str(path), "-o", str(ray), "--ray", "--jobs", "2"]) == 0
     assert _table(ray) == _table(pool)
     assert len(_table(pool)) == 3
+
+
+def test_a_variant_that_leaves_jobs_out_meets_no_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On one host the 16-GPU job can never run and the replay leaves it out,
+    so nobody waits there; that is not a cluster that meets the target.  The
+    first variant that runs every job the others run is the answer."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"
+        "big,1,16,4,2,0,600,0,Pass\nsmall,1,4,4,1,30,600,0,Pass\n"
+    )
+    path = _spec(
+        tmp_path,
+        jobs={"trace": str(trace)},
+        axes={"add_hosts": {"flavor": "h100", "values": [0, 1]}},
+        target={"metric": "p95_delay_s", "at_most": 3600},
+    )
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "-o", str(out), "--jobs", "1"]) == 0
+    table = _table(out)
+    assert [r["p95_delay_s"] for r in table][0] == "0"  # the base: one job, no wait
+    assert "greedy: add_hosts:h100=1" in capsys.readouterr().out
