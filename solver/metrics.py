@@ -164,6 +164,12 @@ def workload_gpus(w: Workload) -> int:
     return sum(pod_set_gpus(p) for p in w.admission.pod_set_assignments)
 
 
+def requested_gpus(w: Workload) -> int:
+    """Accelerators its pod sets ask for, whole (admitted or not: what a
+    queued workload waits for, unlike :func:`workload_gpus`)."""
+    return sum(gpus_of(ps.requests) * ps.count for ps in w.pod_sets)
+
+
 def admitted_pod_sets(
     snapshot: Snapshot, plan: Plan
 ) -> Iterator[tuple[Workload, PodSet, PodSetAssignment]]:

@@ -22,8 +22,8 @@ from placewise.models.workload import PodSetAssignment, Workload
 from placewise.solver.metrics import (
     busy_gpus,
     compute,
-    gpus_of,
     pod_set_span,
+    requested_gpus,
     workload_gpus,
 )
 
@@ -285,11 +285,7 @@ def _fates(snapshot: Snapshot, plans: Sequence[Plan]) -> Table:
         w for w in snapshot.running if w.key in victims
     ]
     for w in shown:
-        gpus = (
-            workload_gpus(w)
-            if w.admission
-            else sum(gpus_of(ps.requests) * ps.count for ps in w.pod_sets)
-        )
+        gpus = workload_gpus(w) if w.admission else requested_gpus(w)
         cells = [_fate(snapshot, p, w) for p in plans]
         table.add_row(w.key, str(w.priority), str(gpus), *cells)
     return table

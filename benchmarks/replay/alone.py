@@ -27,6 +27,7 @@ PROOF_WORK = 5.0
 """CP-SAT's deterministic budget for one proof (a lone job solves in well
 under a second; a proof not found within it keeps the job)."""
 PROOF_WALL_S = 60.0
+"""Its wall-clock cap, far above what the deterministic budget takes."""
 
 _NOT_SHAPE = {
     "name",
@@ -61,10 +62,10 @@ def never_admitted(base: Snapshot, workloads: Iterable[Workload]) -> dict[str, s
 
 def _lone_verdict(base: Snapshot, w: Workload) -> str | None:
     from placewise.benchmarks.replay.engine import snapshot_of
-    from placewise.solver.metrics import gpus_of
+    from placewise.solver.metrics import requested_gpus
     from placewise.solver.solve import SolveParams, solve
 
-    if sum(gpus_of(ps.requests) * ps.count for ps in w.pod_sets) <= 0:
+    if requested_gpus(w) <= 0:
         return None  # the tier bound counts GPUs: no proof for CPU-only work
     snap = snapshot_of(base, {}, {w.key: w})
     greedy = solve(snap, SolveParams(solver="greedy"))

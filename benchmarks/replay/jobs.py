@@ -29,7 +29,7 @@ from placewise.models.cluster import KUEUE_GROUP, QUEUE_NAME_LABEL
 from placewise.models.errors import InstanceError, Problem
 from placewise.models.snapshot import Snapshot
 from placewise.models.workload import Workload
-from placewise.solver.metrics import gpus_of, usable, workload_gpus
+from placewise.solver.metrics import gpus_of, requested_gpus, usable, workload_gpus
 
 MEDIAN_S = 1800.0
 SIGMA = 0.75
@@ -290,7 +290,7 @@ def _priority_name(w: Workload) -> str:
 
 
 def _job(w: Workload, arrival: float, run: float) -> ReplayJob:
-    gpus = sum(gpus_of(ps.requests) * ps.count for ps in w.pod_sets)
+    gpus = requested_gpus(w)
     return ReplayJob(w.key, arrival, run, gpus, w.priority, _priority_name(w), w)
 
 

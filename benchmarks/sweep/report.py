@@ -159,15 +159,14 @@ def answer(
     variant_axes = [a for a in axes if a not in NOT_VARIANT]
     found: dict[str, dict[str, Any] | None] = {s: None for s in spec.solvers}
     figures: dict[str, float | None] = {s: None for s in spec.solvers}
+    n_out = {r["key"]: (dropped or {}).get(r["key"], 0) for r in table}
     fewest: dict[tuple[Any, Any], int] = {}
     for r in table:
-        n = (dropped or {}).get(r["key"], 0)
         k = (r.get("seed"), r["solver"])
-        fewest[k] = min(fewest.get(k, n), n)
+        fewest[k] = min(fewest.get(k, n_out[r["key"]]), n_out[r["key"]])
 
     def kept_all(r: Mapping[str, Any]) -> bool:
-        n = (dropped or {}).get(r["key"], 0)
-        return n <= fewest[(r.get("seed"), r["solver"])]
+        return n_out[r["key"]] <= fewest[(r.get("seed"), r["solver"])]
 
     for key, members in groups(table, axes).items():
         named = dict(zip([a for a in axes if a != "seed"], key, strict=True))
