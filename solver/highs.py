@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -23,6 +24,10 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 WORKER = "placewise.solver.highs_worker"
+PARENT_ENV = "PLACEWISE_HIGHS_PARENT"
+"""The spawning process's pid, passed to the worker (which exits when it is
+gone): read at spawn, where ``os.getppid()`` in the child may already be
+init's if the parent died first."""
 """The child's module (numpy and highspy only, see its docstring)."""
 
 
@@ -62,6 +67,7 @@ class Running:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env={**os.environ, PARENT_ENV: str(os.getpid())},
         )
         self._io = threading.Thread(target=self._talk, args=(payload,), daemon=True)
         self._out: tuple[bytes, bytes] | None = None

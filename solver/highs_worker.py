@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
+import threading
+import time
 from typing import Any
 
 import highspy
 import numpy as np
+
+from placewise.solver.highs import PARENT_ENV  # numpy only, no OR-Tools
 
 
 def solve(a: Any) -> dict[str, Any]:
@@ -64,7 +69,25 @@ def solve(a: Any) -> dict[str, Any]:
     }
 
 
+WATCH_SECONDS = 0.5
+
+
+def _watch(parent: int) -> None:
+    """Exit once the parent is gone.  A parent that ends without calling
+    ``Running.stop`` (killed mid-solve by a ``timeout`` or the OOM killer, or
+    a script that gave up on a result and exited) left its child solving:
+    four such children, on LPs HiGHS looped on past their time limit, kept
+    a 2-core machine busy for 80 minutes.  highspy releases the GIL while it
+    solves, so this thread runs beside it."""
+    while True:
+        time.sleep(WATCH_SECONDS)
+        if os.getppid() != parent:
+            os._exit(3)
+
+
 def main() -> None:
+    parent = int(os.environ.get(PARENT_ENV, "0") or 0) or os.getppid()
+    threading.Thread(target=_watch, args=(parent,), daemon=True).start()
     arrays = np.load(io.BytesIO(sys.stdin.buffer.read()))
     print(json.dumps(solve(arrays)))
 
