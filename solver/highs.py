@@ -24,11 +24,11 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 WORKER = "placewise.solver.highs_worker"
+"""The child's module (numpy and highspy only, see its docstring)."""
 PARENT_ENV = "PLACEWISE_HIGHS_PARENT"
 """The spawning process's pid, passed to the worker (which exits when it is
 gone): read at spawn, where ``os.getppid()`` in the child may already be
 init's if the parent died first."""
-"""The child's module (numpy and highspy only, see its docstring)."""
 
 
 @dataclass(slots=True)

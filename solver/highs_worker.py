@@ -86,7 +86,7 @@ def _watch(parent: int) -> None:
 
 
 def main() -> None:
-    parent = int(os.environ.get(PARENT_ENV, "0") or 0) or os.getppid()
+    parent = int(os.environ.get(PARENT_ENV) or os.getppid())
     threading.Thread(target=_watch, args=(parent,), daemon=True).start()
     arrays = np.load(io.BytesIO(sys.stdin.buffer.read()))
     print(json.dumps(solve(arrays)))

@@ -33,9 +33,13 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # Reparented zombies count as gone: the child has exited.
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"
+    # Reparented zombies count as gone: the child has exited (and may be
+    # reaped between the two reads).
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_a_worker_whose_parent_died_exits_on_its_own() -> None:
