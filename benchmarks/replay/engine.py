@@ -7,8 +7,10 @@ something changed (an arrival, a finish, an eviction), on a grid of
 ``tick_s`` seconds so that events close together share one solve.  Each plan
 is checked by the independent validator and applied as Kueue would: admitted
 workloads run for their run time; a preempted one goes back to its queue
-(ordered by its eviction time, Kueue's default requeuing timestamp) and
-loses its work, restarting from zero when admitted again.  An invalid plan,
+at its old place (Kueue orders a preempted workload by its creation time:
+the eviction timestamp only requeues work evicted for PodsReady timeouts or
+admission checks) and loses its work, restarting from zero when admitted
+again.  An invalid plan,
 or a solver error, ends that replay as a failure; it is never applied.
 """
 
@@ -313,11 +315,11 @@ class _Loop:
         self._evicted_last = 0
         for p in plan.preemptions:
             if p.workload in self.running:
-                self._evict(p.workload, t, stamp)
+                self._evict(p.workload, t)
         for a in plan.admissions:
             key = a.workload
             if key in self.running:  # re-placed while running: a restart
-                self._evict(key, t, stamp)
+                self._evict(key, t)
             w = self.waiting.pop(key)
             rec = self.records[key]
             assert rec.wait_since is not None
@@ -340,8 +342,12 @@ class _Loop:
             )
             self._schedule_end(key, t + rec.run_s)
 
-    def _evict(self, key: str, t: float, stamp: datetime) -> None:
-        """Back to the queue, work lost; queued by its eviction time."""
+    def _evict(self, key: str, t: float) -> None:
+        """Back to the queue at its old place, work lost.  Kueue keeps a
+        preempted workload's creation time as its queue order (with
+        PrioritySortingWithinCohort, on by default); requeuing it at the
+        eviction time sent every victim to the back of its queue, under
+        both solvers, and each further eviction pushed it back again."""
         self.running.pop(key)
         del self.ends[key]
         rec = self.records[key]
@@ -352,9 +358,7 @@ class _Loop:
         rec.started_at, rec.wait_since = None, t
         self.res.preemptions += 1
         self._evicted_last += 1
-        self.waiting[key] = self.queued[key].model_copy(
-            update={"queue_order_timestamp": stamp}
-        )
+        self.waiting[key] = self.queued[key]
 
     def _close(self, end: float) -> None:
         """Cut what still runs or waits at the end of the replay."""

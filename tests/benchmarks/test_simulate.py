@@ -93,6 +93,35 @@ def test_preempted_job_counts_both_waits_and_its_lost_work(tmp_path: Path) -> No
     assert list(m["by_priority"]) == ["high", "low"]
 
 
+def test_a_preempted_job_keeps_its_place_in_the_queue(tmp_path: Path) -> None:
+    """Kueue orders a preempted workload by its creation time, so it goes
+    before work that arrived after it and before its eviction."""
+    path = tmp_path / "t.csv"
+    # first (0 s, 1 h) runs; second (300 s) waits; high (600 s, 10 min)
+    # evicts first; when high ends both low jobs wait, first the older.
+    path.write_text(
+        f"{HEADER}\nfirst,1,8,4,1,0,3600,0,Pass\nsecond,1,8,4,1,300,3600,0,Pass\n"
+        "high,2,8,4,1,300,600,0,Pass\n"
+    )
+    snap = load_snapshot([CLUSTER])
+    jobs = trace_jobs(snap, read_trace(path).jobs, 1, TRACE_START)
+    fixed = []
+    names = [("low", 100), ("low", 100), ("high", 10000)]
+    for job, (name, value) in zip(jobs, names, strict=True):
+        w = job.workload.model_copy(update={"priority_class": PriorityRef(name=name)})
+        fixed.append(
+            dataclasses.replace(job, priority=value, priority_name=name, workload=w)
+        )
+    work = Workset(snap, fixed, [], 8, 0, TRACE_START)
+    res = run_workset(ReplayConfig(instances=(CLUSTER,), job_trace="unused"), work)
+    assert res.ok, res.error
+    rec = {r.key.split("-")[-1]: r for r in res.records}
+    assert (rec["first"].evictions, rec["high"].finish_s) == (1, 1200)
+    # Requeued at its eviction time (600 s) it went after second (300 s).
+    assert rec["first"].finish_s == 1200 + 3600
+    assert rec["second"].first_start_s == 1200 + 3600
+
+
 def test_job_still_waiting_at_the_end_counts_its_wait(tmp_path: Path) -> None:
     work = _preemption_workset(tmp_path)
     config = ReplayConfig(instances=(CLUSTER,), job_trace="unused", drain_s=300)
