@@ -6,7 +6,7 @@ largest jobs' delay grows without bound (issue 19, item 5).  Slurm's
 backfill answers this with a reservation for the head of the queue and
 backfill that does not delay it; placewise does the same once a workload
 has waited ``Policy.starvation_minutes`` (its wait counted from its queue
-order time, which a requeue after an eviction resets).
+order time: Kueue's, the creation time, kept through a preemption).
 
 The choice is a function of the snapshot alone (wait times and the
 cluster's occupancy), never of solver memory: every re-solve, the replay's

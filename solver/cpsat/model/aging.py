@@ -43,8 +43,9 @@ old job no longer outweighs any amount of younger work."""
 
 
 def minutes_waited(w: Workload, now: datetime | None) -> int | None:
-    """Whole minutes since the queue order time (a requeue after an eviction
-    restarts it, as Kueue's order does); None without a clock."""
+    """Whole minutes since the queue order time (Kueue's: the creation time,
+    also after a preemption; an eviction for a PodsReady timeout or an
+    admission check restarts it); None without a clock."""
     since = aware(w.queue_order_timestamp) if now is not None else None
     if now is None or since is None:
         return None

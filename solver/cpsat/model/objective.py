@@ -354,8 +354,8 @@ class Objective:
 def wait_weight(w: Workload, now: datetime | None) -> int:
     """1 + floor(log2(1 + minutes waited)): 1 for a job queued now (or with
     no clock), 2 after a minute, 6 after an hour, 11 after 17 hours.  The
-    wait counts from the queue order time (a requeue after an eviction
-    restarts it, as in Kueue's order)."""
+    wait counts from the queue order time, as in Kueue's order
+    (:func:`~placewise.solver.cpsat.model.aging.minutes_waited`)."""
     minutes = minutes_waited(w, now)
     return 1 if minutes is None else (1 + minutes).bit_length()
 
