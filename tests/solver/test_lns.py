@@ -85,7 +85,16 @@ def test_a_solve_with_the_rack_search_is_valid_and_not_below_greedy(
     # The rack search runs once the solve reaches the search; on a loaded
     # machine compiling and the warm start can use the 3 s first (a logged
     # fallback), which is a condition, not a defect of the rack search.
-    starved = any("used the time limit" in m for m in caplog.messages)
+    # So can building the model: a hint ready with under a second of the 3 s
+    # left gives the stages no time (seen with eight replays beside the suite).
+    hint_at = [
+        float(m.rsplit(" ", 1)[1].rstrip("s"))
+        for m in caplog.messages
+        if m.startswith("cpsat: hint ready at ")
+    ]
+    starved = any("used the time limit" in m for m in caplog.messages) or any(
+        t > 2.0 for t in hint_at
+    )
     if objective == "tiers" and not starved:  # (gpus: proven before the search)
         assert any(m.startswith("lns:") for m in caplog.messages)
 
