@@ -10,8 +10,8 @@ workloads run for their run time; a preempted one goes back to its queue
 at its old place (Kueue orders a preempted workload by its creation time:
 the eviction timestamp only requeues work evicted for PodsReady timeouts or
 admission checks) and loses its work, restarting from zero when admitted
-again.  An invalid plan,
-or a solver error, ends that replay as a failure; it is never applied.
+again.  An invalid plan, or a solver error, ends that replay as a failure;
+it is never applied.
 """
 
 from __future__ import annotations

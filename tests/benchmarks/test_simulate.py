@@ -53,21 +53,32 @@ def test_offered_load_and_rescaling_arithmetic() -> None:
         rescale([_job("a", 0, 8, 60)], 1.0, 16)
 
 
-def _preemption_workset(tmp_path: Path) -> Workset:
-    """A low-priority 8-GPU job at 0 (1 h), a high one at 600 s (10 min)."""
+def _workset(tmp_path: Path, rows: str, priorities: list[str]) -> Workset:
+    """Trace ``rows`` on the 8-GPU cluster, the jobs given ``priorities``
+    (``low``: 100, ``high``: 10000) in row order."""
     path = tmp_path / "t.csv"
-    path.write_text(
-        f"{HEADER}\nlow,1,8,4,1,0,3600,0,Pass\nhigh,2,8,4,1,600,600,0,Pass\n"
-    )
+    path.write_text(f"{HEADER}\n{rows}")
     snap = load_snapshot([CLUSTER])
     jobs = trace_jobs(snap, read_trace(path).jobs, 1, TRACE_START)
+    values = {"low": 100, "high": 10000}
     fixed = []
-    for job, (name, value) in zip(jobs, [("low", 100), ("high", 10000)], strict=True):
+    for job, name in zip(jobs, priorities, strict=True):
         w = job.workload.model_copy(update={"priority_class": PriorityRef(name=name)})
         fixed.append(
-            dataclasses.replace(job, priority=value, priority_name=name, workload=w)
+            dataclasses.replace(
+                job, priority=values[name], priority_name=name, workload=w
+            )
         )
     return Workset(snap, fixed, [], 8, 0, TRACE_START)
+
+
+def _preemption_workset(tmp_path: Path) -> Workset:
+    """A low-priority 8-GPU job at 0 (1 h), a high one at 600 s (10 min)."""
+    return _workset(
+        tmp_path,
+        "low,1,8,4,1,0,3600,0,Pass\nhigh,2,8,4,1,600,600,0,Pass\n",
+        ["low", "high"],
+    )
 
 
 def test_preempted_job_counts_both_waits_and_its_lost_work(tmp_path: Path) -> None:
@@ -96,23 +107,14 @@ def test_preempted_job_counts_both_waits_and_its_lost_work(tmp_path: Path) -> No
 def test_a_preempted_job_keeps_its_place_in_the_queue(tmp_path: Path) -> None:
     """Kueue orders a preempted workload by its creation time, so it goes
     before work that arrived after it and before its eviction."""
-    path = tmp_path / "t.csv"
     # first (0 s, 1 h) runs; second (300 s) waits; high (600 s, 10 min)
     # evicts first; when high ends both low jobs wait, first the older.
-    path.write_text(
-        f"{HEADER}\nfirst,1,8,4,1,0,3600,0,Pass\nsecond,1,8,4,1,300,3600,0,Pass\n"
-        "high,2,8,4,1,300,600,0,Pass\n"
+    work = _workset(
+        tmp_path,
+        "first,1,8,4,1,0,3600,0,Pass\nsecond,1,8,4,1,300,3600,0,Pass\n"
+        "high,2,8,4,1,300,600,0,Pass\n",
+        ["low", "low", "high"],
     )
-    snap = load_snapshot([CLUSTER])
-    jobs = trace_jobs(snap, read_trace(path).jobs, 1, TRACE_START)
-    fixed = []
-    names = [("low", 100), ("low", 100), ("high", 10000)]
-    for job, (name, value) in zip(jobs, names, strict=True):
-        w = job.workload.model_copy(update={"priority_class": PriorityRef(name=name)})
-        fixed.append(
-            dataclasses.replace(job, priority=value, priority_name=name, workload=w)
-        )
-    work = Workset(snap, fixed, [], 8, 0, TRACE_START)
     res = run_workset(ReplayConfig(instances=(CLUSTER,), job_trace="unused"), work)
     assert res.ok, res.error
     rec = {r.key.split("-")[-1]: r for r in res.records}
