@@ -63,6 +63,10 @@ class ReplayConfig:
     a loaded machine as on an idle one, so two solvers or two commits can
     be compared without the machine's load deciding."""
     tick_s: float = TICK_S
+    tick_phase_s: float = 0.0
+    """Solves after the first (at 0) fall on ``tick_phase_s + k x tick_s``:
+    the same cadence, the grid shifted against the arrivals
+    (:mod:`placewise.benchmarks.replay_noise` measures what that changes)."""
     drain_s: float = DRAIN_S
     admission_fair_sharing: bool = False
     """Turn Kueue's admission fair sharing on for every ClusterQueue
@@ -97,6 +101,8 @@ class ReplayConfig:
             )
         if not self.tick_s > 0 or not self.drain_s > 0:
             raise ValueError("tick and drain must be > 0 seconds")
+        if not 0 <= self.tick_phase_s < self.tick_s:
+            raise ValueError("the tick's phase must be in [0, tick) seconds")
         if self.deterministic_time is not None and not self.deterministic_time > 0:
             raise ValueError("--deterministic-time must be > 0")
         if self.time_limit <= 0 or self.workers < 0:

@@ -199,6 +199,12 @@ class _Loop:
         self.t = 0.0
         """The tick being processed."""
 
+    def _grid(self, at: float) -> float:
+        """The first solve time at or after ``at`` (the tick grid, shifted
+        by its phase)."""
+        tick, phase = self.config.tick_s, self.config.tick_phase_s
+        return phase + math.ceil((at - phase) / tick) * tick
+
     def now(self, t: float) -> datetime:
         return self.work.start + timedelta(seconds=t)
 
@@ -251,7 +257,7 @@ class _Loop:
                 # will change any more: the replay ends here.
                 res.end_s = self._drained_end(t) if not self.waiting else t
                 break
-            t_next = max(t + tick, math.ceil(min(nxt) / tick) * tick)
+            t_next = max(self._grid(t + tick), self._grid(min(nxt)))
             if t_next > self.horizon:
                 self._finish_until(self.horizon)
                 res.end_s = self.horizon

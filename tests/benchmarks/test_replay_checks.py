@@ -95,13 +95,16 @@ def test_the_same_grid_replays_the_same_run() -> None:
     """The base of the comparison: at the base tick a replay is repeated
     exactly, so whatever a shifted tick changes is the shift's."""
     config = _config()
-    (same,) = replay_noise.shifted(config, [config.tick_s])
+    (same,) = replay_noise.shifted(config, [0.0])
     assert same.checks.all_four and same.checks.gain == 0.0
     assert same.checks.utilization == 0.0
 
 
-def test_ticks_must_differ_from_the_base(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("phases", ["0", "30", "-1", ""])
+def test_a_shift_is_inside_one_tick(
+    phases: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exc:
-        replay_noise.main(["--ticks", "30"])
+        replay_noise.main(["--phases", phases])
     assert exc.value.code == 2
-    assert "--ticks" in capsys.readouterr().err
+    assert "--phases" in capsys.readouterr().err

@@ -124,6 +124,31 @@ def test_a_preempted_job_keeps_its_place_in_the_queue(tmp_path: Path) -> None:
     assert rec["second"].first_start_s == 1200 + 3600
 
 
+@pytest.mark.parametrize(("phase", "start"), [(0.0, 120), (7.0, 127)])
+def test_the_solve_grid_can_be_shifted(
+    tmp_path: Path, phase: float, start: float
+) -> None:
+    """``first`` (0-100 s) fills the host; ``second`` (40 s) starts at the
+    first solve after 100 s: 120 on the 30 s grid, 127 shifted by 7 s."""
+    work = _workset(
+        tmp_path,
+        "first,1,8,4,1,0,100,0,Pass\nsecond,1,8,4,1,40,60,0,Pass\n",
+        ["low", "low"],
+    )
+    config = ReplayConfig(instances=(CLUSTER,), job_trace="unused", tick_phase_s=phase)
+    res = run_workset(config, work)
+    assert res.ok, res.error
+    rec = {r.key.split("-")[-1]: r for r in res.records}
+    assert rec["second"].first_start_s == start
+
+
+@pytest.mark.parametrize("phase", [-1.0, 30.0])
+def test_the_grid_shift_stays_inside_one_tick(phase: float) -> None:
+    config = ReplayConfig(family="default", tick_phase_s=phase)
+    with pytest.raises(ValueError, match="phase"):
+        config.check()
+
+
 def test_job_still_waiting_at_the_end_counts_its_wait(tmp_path: Path) -> None:
     work = _preemption_workset(tmp_path)
     config = ReplayConfig(instances=(CLUSTER,), job_trace="unused", drain_s=300)
