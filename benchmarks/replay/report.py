@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from placewise.benchmarks.replay.checks import NAMES, judge
 from placewise.benchmarks.replay.engine import ReplayResult
 from placewise.benchmarks.replay.metrics import JOB_KEYS
 
@@ -155,7 +156,29 @@ def print_table(console: Console, results: Sequence[ReplayResult]) -> None:
             )
         by.add_row(p, *cells)
     console.print(by)
+    print_checks(console, results)
     print_afs_table(console, results)
+
+
+def print_checks(console: Console, results: Sequence[ReplayResult]) -> None:
+    """Two solvers: the second judged against the first by issue 19's
+    per-run checks, with the caveat the recorded noise runs call for."""
+    if len(results) != 2 or not all(r.ok for r in results):
+        return
+    base, cand = results
+    c = judge(base.metrics(), cand.metrics())
+    marks = ", ".join(
+        f"{name} {'yes' if ok else 'NO'}"
+        for name, ok in zip(NAMES, c.passed, strict=True)
+    )
+    them = base.config.solver
+    console.print(
+        f"{cand.config.solver} against {them} (each at most {them}'s): {marks}; "
+        f"mean delay {100 * c.gain:+.1f} %, utilisation "
+        f"{c.utilization:+.2f} points. One replay decides a check little: Kueue "
+        "against itself, its solve grid shifted a few seconds, passed all four on "
+        "12 of 90 runs (benchmarks/README, stop 38)."
+    )
 
 
 def print_afs_table(console: Console, results: Sequence[ReplayResult]) -> None:

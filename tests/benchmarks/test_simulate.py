@@ -254,6 +254,18 @@ def test_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
         assert sum(g["jobs"] for g in m["by_priority"].values()) == m["jobs"] == 4
 
 
+def test_the_table_judges_the_second_solver_by_the_issues_checks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["simulate", CLUSTER, "--job-trace", SMALL, "--compare", "kube-default"]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "kube-default against greedy (each at most greedy's):" in out
+    for name in ("JCT", "top p95", "largest p95", "wasted"):
+        assert f"{name} yes" in out or f"{name} NO" in out
+    assert "mean delay" in out and "12 of 90 runs" in out
+
+
 def test_same_seed_gives_the_same_metrics() -> None:
     config = ReplayConfig(instances=(CLUSTER,), job_trace=SMALL, load=2.0, seed=7)
     first, second = run_replay(config).metrics(), run_replay(config).metrics()
