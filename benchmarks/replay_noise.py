@@ -34,10 +34,9 @@ from dataclasses import dataclass, replace
 
 from placewise.benchmarks.replay import ReplayConfig, run_replay
 from placewise.benchmarks.replay.checks import Checks, judge, summarize
-from placewise.benchmarks.replay.config import TICK_S
+from placewise.benchmarks.replay.config import DURATIONS, TICK_S
 
 FAMILIES = ("default", "multi-team", "preemption-heavy")
-DURATIONS = ("generated", "openb")
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,17 +156,22 @@ def print_table(console: Console, results: Sequence[ReplayResult]) -> None:
             )
         by.add_row(p, *cells)
     console.print(by)
-    print_checks(console, results)
+    print_checks(console, results, metrics)
     print_afs_table(console, results)
 
 
-def print_checks(console: Console, results: Sequence[ReplayResult]) -> None:
+def print_checks(
+    console: Console,
+    results: Sequence[ReplayResult],
+    metrics: Sequence[dict[str, Any]],
+) -> None:
     """Two solvers: the second judged against the first by issue 19's
-    per-run checks, with the caveat the recorded noise runs call for."""
+    per-run checks (on the table's ``metrics``, one per result), with the
+    caveat the recorded noise runs call for."""
     if len(results) != 2 or not all(r.ok for r in results):
         return
     base, cand = results
-    c = judge(base.metrics(), cand.metrics())
+    c = judge(metrics[0], metrics[1])
     marks = ", ".join(
         f"{name} {'yes' if ok else 'NO'}"
         for name, ok in zip(NAMES, c.passed, strict=True)
